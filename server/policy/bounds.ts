@@ -1,0 +1,45 @@
+// Bounds of the decision core (DESIGN 3.6 "Bounds"). Work beyond any of them blocks authorization (fail closed): the
+// evaluation publishes failure naming the bound; it never proceeds on a partial view.
+
+/** Repository and organization policy files: 64 KiB of UTF-8 (DESIGN 3.6). */
+export const MAX_POLICY_FILE_BYTES = 64 * 1024;
+
+/** CODEOWNERS must be under 3,000,000 bytes; at or over it nothing is loaded (DESIGN 3.6; the forge documents a 3 MB limit). */
+export const MAX_CODEOWNERS_BYTES = 3_000_000;
+
+/** Rules (non-comment lines) in one CODEOWNERS file (DESIGN 3.6). */
+export const MAX_CODEOWNERS_RULES = 100_000;
+
+/** A pull request with this many changed files or more is rejected: the forge lists at most 3,000 (spec "Limits"). */
+export const MAX_PULL_REQUEST_FILES = 3_000;
+
+/** Reviews of one pull request (DESIGN 3.6). */
+export const MAX_REVIEWS = 1_000;
+
+/** Open pull requests listed for the shared-head check (DESIGN 3.6). */
+export const MAX_OPEN_PULL_REQUESTS = 1_000;
+
+/** Distinct owners resolved in one evaluation (DESIGN 3.6). */
+export const MAX_RESOLVED_OWNERS = 200;
+
+/** `trusted_apps` entries of the organization policy (DESIGN 3.6). */
+export const MAX_TRUSTED_APPS = 50;
+
+/** `delegations` entries of the repository policy (DESIGN 3.6). */
+export const MAX_DELEGATIONS = 100;
+
+/** `guardrails.non_delegable_paths` patterns of the organization policy (DESIGN 3.6). */
+export const MAX_GUARDRAIL_PATTERNS = 500;
+
+/** Patterns of one delegation's `paths` (not in DESIGN 3.6; bounded like guardrails so path-pattern work stays bounded). */
+export const MAX_DELEGATION_PATTERNS = 500;
+
+/** `required_approvals` range (DESIGN 3.1). */
+export const MIN_REQUIRED_APPROVALS = 1;
+export const MAX_REQUIRED_APPROVALS = 10;
+
+/** The forge's check-run output limit: 65,535 characters per field (title, summary, text). */
+export const MAX_CHECK_OUTPUT_CHARS = 65_535;
+
+/** Paths listed per owner set in the check output before "and N more". */
+export const MAX_RENDERED_PATHS_PER_SET = 20;

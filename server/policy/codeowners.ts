@@ -1,0 +1,134 @@
+// CODEOWNERS parsing and matching with the forge's semantics (DESIGN 3.2 rule 1; pattern rules in pattern.ts).
+//
+// Line syntax: `<pattern> [owner ...] [# comment]`, separated by spaces or tabs.
+// - Blank lines and lines starting with `#` are ignored. A token starting with `#` starts an inline comment.
+//   A `#` inside a token is rejected: the forge would start a comment there while gitignore would read it literally, and
+//   silently dropping part of a pattern or an owner could remove a requirement (fail closed instead).
+// - Owners are `@user`, `@org/team` or an email address; anything else makes the line invalid.
+// - A pattern without owners is valid: matching paths become unowned (`owners: []`).
+// - As on the forge, an invalid line is skipped by `match` and listed in `errors`; evaluate() then fails closed naming the lines.
+// - Last matching rule wins. Only the first MAX_CODEOWNERS_RULES rules are kept; beyond that an error is reported.
+import { MAX_CODEOWNERS_RULES } from "./bounds.ts";
+import { compilePattern, type CompiledPattern } from "./pattern.ts";
+import { PatternIndex } from "./rule-index.ts";
+
+export interface CodeownersError {
+  readonly line: number;
+  readonly message: string;
+}
+
+export interface CodeownersRule {
+  readonly line: number;
+  readonly pattern: string;
+  readonly owners: readonly string[];
+}
+
+export interface CodeownersMatch {
+  readonly owners: string[];
+  readonly line: number;
+}
+
+export interface ParsedCodeowners {
+  /** Valid rules in file order. */
+  readonly rules: readonly CodeownersRule[];
+  /** Invalid lines (skipped by `match`). Non-empty means evaluation fails closed. */
+  readonly errors: readonly CodeownersError[];
+  /** The last valid rule matching `path` (repository-relative, e.g. `src/a.js`), or null when none matches. */
+  match(path: string): CodeownersMatch | null;
+  /** Same answer by a reverse scan over every rule: the benchmark's baseline and the tests' reference. */
+  matchNaive(path: string): CodeownersMatch | null;
+}
+
+export type OwnerKind = "user" | "team" | "email";
+
+const USER_OWNER = /^@[A-Za-z0-9_-]+$/;
+const TEAM_OWNER = /^@[A-Za-z0-9-]+\/[A-Za-z0-9_-]+$/;
+const EMAIL_OWNER = /^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,63}$/;
+
+/** Classifies an owner token, or null when it is not valid owner syntax. */
+export function ownerKind(owner: string): OwnerKind | null {
+  if (TEAM_OWNER.test(owner)) return "team";
+  if (USER_OWNER.test(owner)) return "user";
+  if (EMAIL_OWNER.test(owner)) return "email";
+  return null;
+}
+
+const isBlank = (ch: string) => ch === " " || ch === "\t" || ch === "\f" || ch === "\v" || ch === "\r";
+
+/** Splits a line into whitespace-separated tokens; a backslash keeps the next character (an escaped space) in the token. */
+function tokenize(line: string): string[] {
+  const tokens: string[] = [];
+  let current = "";
+  let inToken = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (ch === "\\" && i + 1 < line.length) {
+      current += ch + line[i + 1];
+      inToken = true;
+      i++;
+    } else if (isBlank(ch)) {
+      if (inToken) tokens.push(current);
+      current = "";
+      inToken = false;
+    } else {
+      current += ch;
+      inToken = true;
+    }
+  }
+  if (inToken) tokens.push(current);
+  return tokens;
+}
+
+type LineResult = { kind: "skip" } | { kind: "rule"; pattern: CompiledPattern; owners: string[] } | { kind: "error"; message: string };
+
+function parseLine(line: string): LineResult {
+  const tokens = tokenize(line);
+  const [patternToken, ...rest] = tokens;
+  if (patternToken === undefined || patternToken.startsWith("#")) return { kind: "skip" };
+  if (/(^|[^\\])#/.test(patternToken)) return { kind: "error", message: `'#' inside the pattern '${patternToken}'` };
+  const compiled = compilePattern(patternToken);
+  if (!compiled.ok) return { kind: "error", message: compiled.message };
+  const owners: string[] = [];
+  for (const token of rest) {
+    if (token.startsWith("#")) break;
+    if (ownerKind(token) === null) return { kind: "error", message: `invalid owner '${token}'` };
+    owners.push(token);
+  }
+  return { kind: "rule", pattern: compiled.pattern, owners };
+}
+
+export function parseCodeowners(text: string): ParsedCodeowners {
+  const rules: CodeownersRule[] = [];
+  const patterns: CompiledPattern[] = [];
+  const errors: CodeownersError[] = [];
+  const lines = text.split("\n");
+  if (lines[0]?.startsWith("\uFEFF")) lines[0] = lines[0].slice(1);
+  for (let index = 0; index < lines.length; index++) {
+    const result = parseLine(lines[index]!);
+    if (result.kind === "skip") continue;
+    const line = index + 1;
+    if (result.kind === "error") {
+      errors.push({ line, message: result.message });
+      continue;
+    }
+    if (rules.length >= MAX_CODEOWNERS_RULES) {
+      errors.push({ line, message: `more than ${MAX_CODEOWNERS_RULES} rules; the rest of the file is not loaded` });
+      break;
+    }
+    rules.push({ line, pattern: result.pattern.source, owners: result.owners });
+    patterns.push(result.pattern);
+  }
+  const index = new PatternIndex(patterns);
+  const answer = (position: number): CodeownersMatch | null => {
+    if (position < 0) return null;
+    const rule = rules[position]!;
+    return { owners: [...rule.owners], line: rule.line };
+  };
+  const normalize = (path: string) => (path.startsWith("/") ? path.replace(/^\/+/, "") : path);
+  return {
+    rules,
+    errors,
+    match: (path) => answer(index.lastMatch(normalize(path))),
+    matchNaive: (path) => answer(index.lastMatchNaive(normalize(path))),
+  };
+}
