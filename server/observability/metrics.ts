@@ -1,0 +1,50 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+/**
+ * The spec's metrics (service.md "GET /metrics"). Labels carry only fixed vocabularies: never repository names, titles,
+ * actors, paths or delivery IDs. Depth gauges are read from the store at scrape time so they are accurate at every scrape.
+ */
+export type QueueGauges = { queueDepth: number; sharedHeadInvalidationDepth: number; deadJobs: number };
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGauges> } = {}) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let read = options.readQueueGauges;
+  let pending: Promise<QueueGauges | null> | null = null;
+  // One store read per scrape feeds all three gauges.
+  const snapshot = () => {
+    pending ??= (read ? read() : Promise.resolve(null)).catch(() => null).finally(() => queueMicrotask(() => (pending = null)));
+    return pending;
+  };
+  const fromStore = (key: keyof QueueGauges) =>
+    async function (this: Gauge) {
+      const values = await snapshot();
+      if (values) this.set(values[key]);
+    };
+
+  const metrics = {
+    registry,
+    webhooks: new Counter({ name: "service_webhooks_total", help: "Verified webhook deliveries.", labelNames: ["event", "action"] as const, registers: [registry] }),
+    webhookFailures: new Counter({ name: "service_webhook_failures_total", help: "Rejected or failed webhook deliveries.", labelNames: ["reason"] as const, registers: [registry] }),
+    evaluations: new Counter({ name: "service_evaluations_total", help: "Completed evaluations.", labelNames: ["conclusion"] as const, registers: [registry] }),
+    evaluationSeconds: new Histogram({ name: "service_evaluation_seconds", help: "Evaluation latency.", buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] }),
+    queueDepth: new Gauge({ name: "service_queue_depth", help: "Pending and leased exact-head invalidation, evaluation and authority fan-out rows.", registers: [registry], collect: fromStore("queueDepth") }),
+    sharedHeadInvalidationDepth: new Gauge({ name: "service_shared_head_invalidation_depth", help: "Commit generations whose durable check invalidation has not finished.", registers: [registry], collect: fromStore("sharedHeadInvalidationDepth") }),
+    sharedHeadInvalidations: new Counter({ name: "service_shared_head_invalidations_total", help: "Durable exact-head invalidation attempts.", labelNames: ["outcome"] as const, registers: [registry] }),
+    deadJobs: new Gauge({ name: "service_dead_jobs", help: "Terminal queue rows; should be 0.", registers: [registry], collect: fromStore("deadJobs") }),
+    insecureChangesEnabled: new Gauge({ name: "service_insecure_changes_enabled", help: "1 while the built-in non-delegable set is disabled, else 0.", registers: [registry] }),
+    reconciliations: new Counter({ name: "service_reconciliations_total", help: "Reconciliation outcomes.", labelNames: ["result"] as const, registers: [registry] }),
+    reconciliationLastSuccess: new Gauge({ name: "service_reconciliation_last_success_timestamp_seconds", help: "Unix timestamp of this process's most recent complete reconciliation.", registers: [registry] }),
+    /** Attach the store once it is open (the registry exists before the database connects). */
+    setQueueGaugeSource(source: () => Promise<QueueGauges>) {
+      read = source;
+    },
+  };
+  // Pre-create the fixed label values so every series exists from the first scrape.
+  for (const outcome of ["completed", "failed", "rate_limited", "superseded"]) metrics.sharedHeadInvalidations.inc({ outcome }, 0);
+  for (const result of ["success", "partial", "failure"]) metrics.reconciliations.inc({ result }, 0);
+  for (const conclusion of ["success", "failure"]) metrics.evaluations.inc({ conclusion }, 0);
+  return metrics;
+}

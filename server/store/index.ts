@@ -1,0 +1,6 @@
+export { MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+export { migrateDatabase, openStore } from "./open-store.ts";
+export { PostgresStore } from "./postgres.ts";
+export { assertCompatible, compatibilityProblem } from "./schema-check.ts";
+export { SqliteStore } from "./sqlite.ts";
+export { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";

@@ -1,0 +1,198 @@
+import { readFileSync } from "node:fs";
+import postgres from "postgres";
+import type { PostgresTarget } from "../config/index.ts";
+import type { QueueGauges } from "../observability/metrics.ts";
+import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
+
+/**
+ * PostgreSQL through postgres.js (spec "Limits": connect 3 s, pool acquisition 2 s, ordinary statement 3 s; migration lock
+ * wait 60 s and 60 s per migration statement). Sessions pin search_path to public. GSS encryption needs no switch: postgres.js
+ * never sends a GSSENCRequest (RECIPES 5), and the libpq-only URL parameters were validated by the config and never reach it.
+ */
+export const CONNECT_TIMEOUT_SECONDS = 3;
+export const ACQUIRE_TIMEOUT_MS = 2_000;
+export const STATEMENT_TIMEOUT_MS = 3_000;
+export const MIGRATION_LOCK_WAIT_MS = 60_000;
+export const MIGRATION_STATEMENT_TIMEOUT_MS = 60_000;
+/** pg_advisory_lock key serialising `database migrate` across processes ("cao-migr" as bytes). */
+export const MIGRATION_LOCK_KEY = 0x63616f2d6d696772n;
+
+export type Sql = postgres.Sql;
+
+export function connect(target: PostgresTarget, options: { max?: number; applicationName?: string } = {}): Sql {
+  const ssl = target.tls
+    ? {
+        rejectUnauthorized: true,
+        ...(target.tls.caFile ? { ca: readFileSync(target.tls.caFile, "utf8") } : {}),
+        // With hostaddr the IP is dialled, but the certificate must still name `host`.
+        ...(target.hostaddr ? { servername: target.host } : {}),
+      }
+    : false;
+  return postgres({
+    ...(target.socket ? { path: `${target.host}/.s.PGSQL.${target.port}` } : { host: target.hostaddr ?? target.host }),
+    port: target.port,
+    database: target.database,
+    username: target.user,
+    ...(target.password !== null ? { password: target.password } : {}),
+    ssl,
+    max: options.max ?? 10,
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    idle_timeout: 30,
+    max_lifetime: 30 * 60,
+    connection: {
+      application_name: options.applicationName ?? "codeowner-approval",
+      search_path: "public",
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+    },
+    onnotice: () => {},
+    // bigint columns arrive as strings; the store converts the ones it reads.
+  });
+}
+
+/** postgres.js has no pool-acquisition timeout: race reserve() against a timer and release a connection that arrives late. */
+export async function acquire(sql: Sql, timeoutMs = ACQUIRE_TIMEOUT_MS): Promise<postgres.ReservedSql> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  const reservation = sql.reserve();
+  try {
+    return await Promise.race([
+      reservation,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          timedOut = true;
+          reject(new StoreError("timeout", "no database connection became free within 2 seconds"));
+        }, timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    if (timedOut) reservation.then((connection) => connection.release(), () => {});
+    throw classify(error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Turns driver errors into StoreErrors by SQLSTATE / error code, never by message text. */
+export function classify(error: unknown): Error {
+  if (error instanceof StoreError) return error;
+  const code = (error as { code?: unknown })?.code;
+  if (code === "57014") return new StoreError("timeout", "a database statement exceeded its time bound");
+  if (code === "55P03") return new StoreError("timeout", "a database lock was not granted within its time bound");
+  if (typeof code === "string" && /^(CONNECT_TIMEOUT|CONNECTION_|ECONNREFUSED|ENOTFOUND|ECONNRESET|EHOSTUNREACH|ETIMEDOUT|57P0|08)/.test(code)) {
+    return new StoreError("unreachable", "the database cannot be reached");
+  }
+  if (code === "28P01" || code === "28000") return new StoreError("unreachable", "the database refused the credentials");
+  if (code === "3D000") return new StoreError("unreachable", "the database named in the URL does not exist");
+  return error instanceof Error ? error : new Error("database error");
+}
+
+/** A transaction on a reserved connection (postgres.js offers begin() only on the pool, not on a reserved connection). */
+export async function inTransaction<T>(sql: postgres.ReservedSql, fn: () => Promise<T>): Promise<T> {
+  await sql.unsafe("begin");
+  try {
+    const result = await fn();
+    await sql.unsafe("commit");
+    return result;
+  } catch (error) {
+    await sql.unsafe("rollback").catch(() => {});
+    throw error;
+  }
+}
+
+export class PostgresStore implements Store {
+  readonly backend = "postgresql" as const;
+  constructor(readonly sql: Sql) {}
+
+  static open(target: PostgresTarget, options: { max?: number } = {}): PostgresStore {
+    return new PostgresStore(connect(target, options));
+  }
+
+  /** Runs `fn` on a connection acquired within the acquisition bound. */
+  async withConnection<T>(fn: (sql: postgres.ReservedSql) => Promise<T>): Promise<T> {
+    const connection = await acquire(this.sql);
+    try {
+      return await fn(connection);
+    } catch (error) {
+      throw classify(error);
+    } finally {
+      connection.release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.withConnection((sql) => sql`select 1`);
+  }
+
+  async schemaIdentity(): Promise<SchemaIdentity | null> {
+    return this.withConnection(async (sql) => {
+      const [exists] = await sql`select to_regclass('public.service_schema') is not null as present`;
+      if (!exists?.present) return null;
+      const [row] = await sql`select migration_head, release_contract from service_schema`;
+      if (!row) return null;
+      const versions = await sql`select version from service_migrations order by version`;
+      return { migrationHead: row.migration_head, releaseContract: row.release_contract, appliedVersions: versions.map((v) => Number(v.version)) };
+    });
+  }
+
+  async queueGauges(): Promise<QueueGauges> {
+    return this.withConnection(async (sql) => {
+      const [row] = await sql`
+        select (select count(*) from jobs where state in ('pending', 'leased'))::int as queue_depth,
+               (select count(*) from head_generations where invalidated_generation < shared_generation)::int as invalidation_depth,
+               (select count(*) from jobs where state = 'dead')::int as dead_jobs`;
+      return { queueDepth: row!.queue_depth, sharedHeadInvalidationDepth: row!.invalidation_depth, deadJobs: row!.dead_jobs };
+    });
+  }
+
+  /**
+   * Applies the embedded migrations not yet applied. A session advisory lock (waited for up to 60 s) serialises concurrent
+   * runners; each migration runs in its own transaction with a 60 s statement bound, then the schema identity is recorded.
+   */
+  async migrate(now: number): Promise<MigrationReport> {
+    return this.withConnection(async (sql) => {
+      await sql.unsafe(`set lock_timeout = ${MIGRATION_LOCK_WAIT_MS}; set statement_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+      try {
+        await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`;
+      } catch (error) {
+        await sql.unsafe("reset lock_timeout; reset statement_timeout").catch(() => {});
+        throw classify(error);
+      }
+      try {
+        const [exists] = await sql`select to_regclass('public.service_migrations') is not null as present`;
+        const done = new Map<number, string>();
+        if (exists?.present) {
+          for (const row of await sql`select version, checksum from service_migrations`) done.set(Number(row.version), row.checksum);
+        }
+        assertNoUnknownMigrations(done.keys());
+        const applied: string[] = [];
+        for (const migration of MIGRATIONS) {
+          const sum = checksum(migration.postgres);
+          const recorded = done.get(migration.version);
+          if (recorded !== undefined) {
+            if (recorded !== sum) throw new StoreError("incompatible", `migration ${migration.name} was applied from a different file; restore a backup made by this release`);
+            continue;
+          }
+          await inTransaction(sql, async () => {
+            await sql.unsafe(`set local statement_timeout = ${MIGRATION_STATEMENT_TIMEOUT_MS}`);
+            await sql.unsafe(migration.postgres);
+            await sql`insert into service_migrations (version, name, checksum, applied_at_ms) values (${migration.version}, ${migration.name}, ${sum}, ${now})`;
+          });
+          applied.push(migration.name);
+        }
+        await sql`
+          insert into service_schema (singleton, migration_head, release_contract, updated_at_ms) values (true, ${MIGRATION_HEAD}, ${RELEASE_CONTRACT}, ${now})
+          on conflict (singleton) do update set migration_head = excluded.migration_head, release_contract = excluded.release_contract, updated_at_ms = excluded.updated_at_ms`;
+        return { applied, head: MIGRATION_HEAD };
+      } finally {
+        // Unlock on the same connection before it returns to the pool (RECIPES 5), then restore the ordinary bounds.
+        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.catch(() => {});
+        await sql.unsafe("reset lock_timeout; reset statement_timeout").catch(() => {});
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.sql.end({ timeout: 5 });
+  }
+}

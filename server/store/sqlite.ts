@@ -1,0 +1,104 @@
+import { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
+import type { QueueGauges } from "../observability/metrics.ts";
+import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
+
+/**
+ * The embedded development database (bun:sqlite): single process only. Opening for `serve` never creates the file or changes
+ * schema; `migrate` creates it, switches it to WAL and applies the embedded migrations under BEGIN IMMEDIATE (SQLite's
+ * database-wide write lock plays the advisory lock's role, waiting up to the migration lock bound).
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 3_000;
+export const SQLITE_MIGRATION_LOCK_WAIT_MS = 60_000;
+
+export class SqliteStore implements Store {
+  readonly backend = "sqlite" as const;
+  private constructor(readonly db: Database) {}
+
+  static open(path: string, options: { create: boolean }): SqliteStore {
+    if (!options.create && path !== ":memory:" && !existsSync(path)) {
+      throw new StoreError("missing_file", "the embedded database file does not exist; run `service database migrate` first");
+    }
+    let db: Database;
+    try {
+      db = new Database(path, { create: options.create, readwrite: true, strict: true });
+    } catch {
+      throw new StoreError("unreachable", "the embedded database file cannot be opened (check the path and its permissions)");
+    }
+    db.run(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+    db.run("PRAGMA foreign_keys = ON");
+    db.run("PRAGMA synchronous = NORMAL");
+    return new SqliteStore(db);
+  }
+
+  async ping(): Promise<void> {
+    this.db.query("SELECT 1").get();
+  }
+
+  async schemaIdentity(): Promise<SchemaIdentity | null> {
+    const table = this.db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'service_schema'").get();
+    if (!table) return null;
+    const row = this.db.query("SELECT migration_head, release_contract FROM service_schema").get() as
+      | { migration_head: string; release_contract: string }
+      | null;
+    if (!row) return null;
+    const versions = (this.db.query("SELECT version FROM service_migrations ORDER BY version").all() as { version: number }[]).map((r) => r.version);
+    return { migrationHead: row.migration_head, releaseContract: row.release_contract, appliedVersions: versions };
+  }
+
+  async queueGauges(): Promise<QueueGauges> {
+    const row = this.db
+      .query(
+        `SELECT
+           (SELECT count(*) FROM jobs WHERE state IN ('pending', 'leased')) AS queue_depth,
+           (SELECT count(*) FROM head_generations WHERE invalidated_generation < shared_generation) AS invalidation_depth,
+           (SELECT count(*) FROM jobs WHERE state = 'dead') AS dead_jobs`,
+      )
+      .get() as { queue_depth: number; invalidation_depth: number; dead_jobs: number };
+    return { queueDepth: row.queue_depth, sharedHeadInvalidationDepth: row.invalidation_depth, deadJobs: row.dead_jobs };
+  }
+
+  /** Applies every embedded migration not yet applied, in one write transaction. */
+  migrate(now: number): MigrationReport {
+    this.db.run("PRAGMA journal_mode = WAL");
+    this.db.run(`PRAGMA busy_timeout = ${SQLITE_MIGRATION_LOCK_WAIT_MS}`);
+    try {
+      const applied: string[] = [];
+      this.db.transaction(() => {
+        const hasTable = this.db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'service_migrations'").get();
+        const done = new Map<number, string>();
+        if (hasTable) {
+          for (const row of this.db.query("SELECT version, checksum FROM service_migrations").all() as { version: number; checksum: string }[]) {
+            done.set(row.version, row.checksum);
+          }
+        }
+        assertNoUnknownMigrations(done.keys());
+        for (const migration of MIGRATIONS) {
+          const sum = checksum(migration.sqlite);
+          const recorded = done.get(migration.version);
+          if (recorded !== undefined) {
+            if (recorded !== sum) throw new StoreError("incompatible", `migration ${migration.name} was applied from a different file; restore a backup made by this release`);
+            continue;
+          }
+          this.db.run(migration.sqlite);
+          this.db.query("INSERT INTO service_migrations (version, name, checksum, applied_at_ms) VALUES ($v, $n, $c, $t)").run({ v: migration.version, n: migration.name, c: sum, t: now });
+          applied.push(migration.name);
+        }
+        this.db
+          .query(
+            `INSERT INTO service_schema (singleton, migration_head, release_contract, updated_at_ms) VALUES (1, $h, $c, $t)
+             ON CONFLICT (singleton) DO UPDATE SET migration_head = excluded.migration_head, release_contract = excluded.release_contract, updated_at_ms = excluded.updated_at_ms`,
+          )
+          .run({ h: MIGRATION_HEAD, c: RELEASE_CONTRACT, t: now });
+      }).immediate();
+      return { applied, head: MIGRATION_HEAD };
+    } finally {
+      this.db.run(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,180 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { assertCompatible, compatibilityProblem, MIGRATION_HEAD, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
+
+/** Raw SQL for arranging test state that no store operation creates yet; both dialects accept these statements. */
+async function raw(store: Store, statement: string): Promise<void> {
+  if (store instanceof SqliteStore) store.db.run(statement);
+  else await (store as PostgresStore).sql.unsafe(statement);
+}
+
+describe.each(BACKENDS)("store contract on %s", (backend) => {
+  let database: TestDatabase;
+  const opened: Store[] = [];
+  const open = () => {
+    const store = openStore(database.target);
+    opened.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close().catch(() => {});
+    await database?.drop();
+  });
+
+  test("an unmigrated database has no schema identity and is refused", async () => {
+    database = await createTestDatabase(backend);
+    if (backend === "sqlite") {
+      // serve never creates the embedded file
+      expect(() => open()).toThrow(StoreError);
+      expect(existsSync(database.target.backend === "sqlite" ? database.target.path : "")).toBe(false);
+      await migrateDatabase(database.target, 1);
+      await raw(open(), "DELETE FROM service_schema");
+    }
+    const store = open();
+    await store.ping();
+    expect(await store.schemaIdentity()).toBeNull();
+    expect(compatibilityProblem(null)).toContain("database migrate");
+    await expect(assertCompatible(store)).rejects.toMatchObject({ code: "unmigrated" });
+  });
+
+  test("migrate records the binary's head and contract, and a second run applies nothing", async () => {
+    database = await createTestDatabase(backend);
+    const first = await migrateDatabase(database.target, 1000);
+    expect(first.applied).toEqual(MIGRATIONS.map((m) => m.name));
+    expect(first.head).toBe(MIGRATION_HEAD);
+    const second = await migrateDatabase(database.target, 2000);
+    expect(second.applied).toEqual([]);
+    const store = open();
+    expect(await store.schemaIdentity()).toEqual({ migrationHead: MIGRATION_HEAD, releaseContract: RELEASE_CONTRACT, appliedVersions: MIGRATIONS.map((m) => m.version) });
+    await assertCompatible(store);
+  });
+
+  test("a database at another migration head is refused, naming both heads", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await raw(store, "UPDATE service_schema SET migration_head = '0099_future'");
+    const error = await assertCompatible(store).catch((e) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error.code).toBe("incompatible");
+    expect(error.message).toContain("0099_future");
+    expect(error.message).toContain(MIGRATION_HEAD);
+  });
+
+  test("a database with another release contract is refused", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await raw(store, "UPDATE service_schema SET release_contract = 'other/9'");
+    await expect(assertCompatible(store)).rejects.toMatchObject({ code: "incompatible" });
+  });
+
+  test("migrate refuses a database that ran a migration this binary does not know", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    await raw(open(), "INSERT INTO service_migrations (version, name, checksum, applied_at_ms) VALUES (99, '0099_future', 'x', 1)");
+    await expect(migrateDatabase(database.target, 2)).rejects.toMatchObject({ code: "incompatible" });
+  });
+
+  test("migrate refuses an applied migration whose file changed", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    await raw(open(), "UPDATE service_migrations SET checksum = 'edited' WHERE version = 1");
+    await expect(migrateDatabase(database.target, 2)).rejects.toThrow(/different file/);
+  });
+
+  test("the queue gauges count pending and leased work, uninvalidated heads and dead rows", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    expect(await store.queueGauges()).toEqual({ queueDepth: 0, sharedHeadInvalidationDepth: 0, deadJobs: 0 });
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('installation_fanout', 1, 'pending', 1, 0, 0, 0)`);
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, pull_number, run_at_ms, lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms) VALUES ('evaluation', 4, 'leased', 1, 7, 3, 0, 'w1', 10, 0, 0)`);
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('repository_fanout', 2, 'dead', 1, 9, 0, 0, 0)`);
+    await raw(store, `INSERT INTO head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) VALUES (1, 7, 'a', 3, 2, 0), (1, 7, 'b', 2, 2, 0)`);
+    expect(await store.queueGauges()).toEqual({ queueDepth: 2, sharedHeadInvalidationDepth: 1, deadJobs: 1 });
+  });
+
+  test("the schema rejects a job whose priority contradicts its kind", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await expect(raw(store, `INSERT INTO jobs (kind, priority, installation_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('evaluation', 0, 1, 0, 0, 0)`)).rejects.toThrow();
+  });
+
+  test("only one live evaluation row exists per pull request", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    const insert = `INSERT INTO jobs (kind, priority, installation_id, repository_id, pull_number, run_at_ms, created_at_ms, updated_at_ms) VALUES ('evaluation', 4, 1, 5, 8, 0, 0, 0)`;
+    await raw(store, insert);
+    await expect(raw(store, insert)).rejects.toThrow();
+  });
+});
+
+describe("migration files", () => {
+  test("every numbered file in both migration folders is embedded, in order, and none is missing", async () => {
+    const { readdirSync } = await import("node:fs");
+    const root = new URL("../../migrations/", import.meta.url).pathname;
+    for (const dialect of ["postgres", "sqlite"]) {
+      const files = readdirSync(root + dialect).filter((f) => f.endsWith(".sql")).sort().map((f) => f.replace(/\.sql$/, ""));
+      expect(files).toEqual(MIGRATIONS.map((m) => m.name));
+    }
+  });
+});
+
+describe("postgresql specifics", () => {
+  test("two concurrent migrate runs serialise on the advisory lock and both succeed", async () => {
+    const database = await createTestDatabase("postgresql");
+    try {
+      const results = await Promise.all([migrateDatabase(database.target, 1), migrateDatabase(database.target, 2)]);
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, MIGRATIONS.length]);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  test("sessions pin the search path to public and bound ordinary statements to 3 seconds", async () => {
+    const database = await createTestDatabase("postgresql");
+    const store = openStore(database.target) as PostgresStore;
+    try {
+      const [row] = await store.sql`select current_setting('search_path') as path, current_setting('statement_timeout') as timeout`;
+      expect(row).toEqual({ path: "public", timeout: "3s" });
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test("an unreachable server fails within the connect bound with a classified error", async () => {
+    const { parseDatabaseUrl } = await import("../config/index.ts");
+    const store = openStore(parseDatabaseUrl("postgresql://u:p@127.0.0.1:1/none", false));
+    const started = performance.now();
+    await expect(store.ping()).rejects.toMatchObject({ code: "unreachable" });
+    expect(performance.now() - started).toBeLessThan(4_000);
+    await store.close();
+  });
+
+  test("TLS with verify-full and the cluster's CA connects, and a wrong CA is refused", async () => {
+    const ca = process.env.TEST_POSTGRES_CA;
+    if (!ca) throw new Error("TEST_POSTGRES_CA is not set: run the suite through `npm test`");
+    const { parseDatabaseUrl } = await import("../config/index.ts");
+    const base = new URL(process.env.TEST_POSTGRES_URL!);
+    const url = `postgresql://postgres:x@localhost:${base.port}/postgres?sslmode=verify-full&sslrootcert=${ca}`;
+    const store = openStore(parseDatabaseUrl(url, true)) as PostgresStore;
+    try {
+      const [row] = await store.sql`select ssl from pg_stat_ssl where pid = pg_backend_pid()`;
+      expect(row?.ssl).toBe(true);
+    } finally {
+      await store.close();
+    }
+    const { writeFileSync, mkdtempSync } = await import("node:fs");
+    const dir = mkdtempSync("/tmp/wrong-ca-");
+    Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other", "-keyout", `${dir}/k`, "-out", `${dir}/ca.pem`]);
+    writeFileSync(`${dir}/marker`, "");
+    const wrong = openStore(parseDatabaseUrl(url.replace(ca, `${dir}/ca.pem`), true));
+    await expect(wrong.ping()).rejects.toBeDefined();
+    await wrong.close();
+  });
+});

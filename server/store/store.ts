@@ -1,0 +1,31 @@
+import type { QueueGauges } from "../observability/metrics.ts";
+
+/**
+ * The database seam. Each operation is one whole unit of work (one synchronous db.transaction on SQLite, one sql.begin on
+ * PostgreSQL); no async callback crosses it, because bun:sqlite transactions cannot await (RECIPES 6).
+ */
+export interface Store {
+  readonly backend: "postgresql" | "sqlite";
+  /** A trivial query within the ordinary statement bound: readiness' `database` field. */
+  ping(): Promise<void>;
+  /** The recorded migration head and release contract, or null when the database has never been migrated. */
+  schemaIdentity(): Promise<SchemaIdentity | null>;
+  /** Depth gauges for /metrics, read at scrape time. */
+  queueGauges(): Promise<QueueGauges>;
+  close(): Promise<void>;
+}
+
+export type SchemaIdentity = { readonly migrationHead: string; readonly releaseContract: string; readonly appliedVersions: readonly number[] };
+
+export type MigrationReport = { readonly applied: readonly string[]; readonly head: string };
+
+/** A database that cannot be used by this binary: unmigrated, another head, another contract, or unreachable. */
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+  constructor(
+    readonly code: "unreachable" | "unmigrated" | "incompatible" | "missing_file" | "migration_failed" | "timeout",
+    message: string,
+  ) {
+    super(message);
+  }
+}
