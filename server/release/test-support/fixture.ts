@@ -1,0 +1,50 @@
+// Shared test fixture: one base client configuration against a RawForge, tweaked per test.
+
+import { expect } from "bun:test";
+import { AmbiguousMutationError, ControllerError, type FailureReason } from "../errors.ts";
+import { ReleaseClient, type ReleaseClientOptions } from "../release-client.ts";
+import type { RawForge } from "./raw-forge.ts";
+
+export const TOKEN = "ghs_TestTokenThatMustNeverLeak0123456789";
+export const REPOSITORY = "octo-org/release-target";
+export const COMMIT = "0123456789abcdef0123456789abcdef01234567";
+export const TAG_OBJECT = "fedcba9876543210fedcba9876543210fedcba98";
+
+export function baseOptions(forge: RawForge, caPem: string): ReleaseClientOptions {
+  return { token: TOKEN, repository: REPOSITORY, apiUrl: forge.url, uploadUrl: `${forge.url}/uploads`, timeoutSeconds: 2, ca: caPem };
+}
+
+export function makeClient(forge: RawForge, caPem: string, overrides: Partial<ReleaseClientOptions> = {}): ReleaseClient {
+  return new ReleaseClient({ ...baseOptions(forge, caPem), ...overrides });
+}
+
+export async function failureOf(promise: Promise<unknown>): Promise<ControllerError | AmbiguousMutationError> {
+  try {
+    await promise;
+  } catch (e) {
+    if (e instanceof ControllerError || e instanceof AmbiguousMutationError) {
+      const text = `${e.message} ${e.stack ?? ""} ${JSON.stringify(e)} ${Bun.inspect(e)}`;
+      expect(text).not.toContain(TOKEN);
+      expect("cause" in e).toBe(false);
+      return e;
+    }
+    throw e;
+  }
+  throw new Error("expected the call to fail");
+}
+
+export async function expectController(promise: Promise<unknown>, reason: FailureReason, status?: number): Promise<ControllerError> {
+  const e = await failureOf(promise);
+  expect(e).toBeInstanceOf(ControllerError);
+  expect(e.reason).toBe(reason);
+  if (status !== undefined) expect(e.status).toBe(status);
+  return e as ControllerError;
+}
+
+export async function expectAmbiguous(promise: Promise<unknown>, reason: FailureReason, status?: number): Promise<AmbiguousMutationError> {
+  const e = await failureOf(promise);
+  expect(e).toBeInstanceOf(AmbiguousMutationError);
+  expect(e.reason).toBe(reason);
+  if (status !== undefined) expect(e.status).toBe(status);
+  return e as AmbiguousMutationError;
+}
