@@ -1,0 +1,60 @@
+import { Elysia } from "elysia";
+import type { Config } from "../config/index.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { DEFENSIVE_HEADERS, jsonResponse } from "./defensive-headers.ts";
+import { type HealthSources, liveness, readiness } from "./health.ts";
+import { LivenessDocument, ReadinessDocument, RootDocument, RuntimeIdentity } from "./schemas.ts";
+
+export const PRODUCT_NAME = "Code-owner approval check service";
+
+export type BuildInfo = { readonly version: string; readonly buildRevision: string | null };
+
+/** `/`, `/api/runtime-identity`, `/health/live`, `/health/ready`, `/metrics` (spec "Endpoints"). */
+export function opsRoutes(deps: { config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics }) {
+  const { config, build, health, metrics } = deps;
+  const identity = {
+    schema_version: 1 as const,
+    environment: config.environment,
+    forge_api_url: config.forge.apiUrl,
+    forge_app_id: config.forge.appId ?? 0,
+    database_backend: config.database.backend,
+    check_name: config.checkName,
+    policy_path: config.policyPath,
+    organization_policy_repository_name: config.organizationPolicyRepository,
+    application_version: build.version,
+    build_revision: build.buildRevision,
+  };
+  return new Elysia({ name: "ops" })
+    .get("/", () => jsonResponse({ name: PRODUCT_NAME, version: build.version, documentation: "/api/docs" }), {
+      response: { 200: RootDocument },
+      detail: { summary: "Root document", tags: ["operator"] },
+    })
+    .get("/api/runtime-identity", () => jsonResponse(identity), {
+      response: { 200: RuntimeIdentity },
+      detail: { summary: "Runtime identity (a self-report, not provenance evidence)", tags: ["operator"] },
+    })
+    .get(
+      "/health/live",
+      () => {
+        const body = liveness(health);
+        return jsonResponse(body, body.status === "alive" ? 200 : 503);
+      },
+      { response: { 200: LivenessDocument, 503: LivenessDocument }, detail: { summary: "Liveness", tags: ["health"] } },
+    )
+    .get(
+      "/health/ready",
+      async () => {
+        const body = await readiness(health);
+        return jsonResponse(body, body.status === "ready" ? 200 : 503);
+      },
+      { response: { 200: ReadinessDocument, 503: ReadinessDocument }, detail: { summary: "Readiness", tags: ["health"] } },
+    )
+    .get(
+      "/metrics",
+      async () =>
+        new Response(await metrics.registry.metrics(), {
+          headers: { "content-type": metrics.registry.contentType, ...DEFENSIVE_HEADERS },
+        }),
+      { detail: { summary: "Metrics in the text exposition format", tags: ["operator"] } },
+    );
+}
