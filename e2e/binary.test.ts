@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { ensureBinary, runBinary, startBinary } from "./support/binary.ts";
+
+/** The compiled executable, run from another directory the way an operator runs it. */
+let dir: string;
+beforeAll(() => {
+  ensureBinary();
+  dir = mkdtempSync(join(tmpdir(), "svc-bin-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("command line", () => {
+  test("--version prints the package version", async () => {
+    const pkg = await Bun.file(join(import.meta.dir, "..", "package.json")).json();
+    const result = runBinary(["--version"], {});
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout.trim()).toBe(pkg.version);
+  });
+
+  test("an unknown command exits 2 with the usage", () => {
+    const result = runBinary(["launch"], {});
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("usage: service");
+  });
+
+  test("database check on an unmigrated database exits non-zero and says to migrate", () => {
+    const result = runBinary(["database", "check"], { SERVICE_DATABASE_URL: `sqlite:${join(dir, "absent.db")}` });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain("database migrate");
+    expect(existsSync(join(dir, "absent.db"))).toBe(false);
+  });
+
+  test("database migrate then database check succeed, and a second migrate applies nothing", () => {
+    const env = { SERVICE_DATABASE_URL: `sqlite:${join(dir, "cli.db")}` };
+    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
+    expect(runBinary(["database", "check"], env).stdout).toContain("0001_init");
+    expect(runBinary(["database", "migrate"], env).stdout).toContain("nothing to apply");
+  });
+
+  test("config check prints the effective non-secret settings without connecting", () => {
+    const result = runBinary(["config", "check"], { SERVICE_DATABASE_URL: "postgresql://svc:hunter2-password@db.invalid:5432/x", SERVICE_CHECK_NAME: "Owners" });
+    expect(result.exitCode).toBe(0);
+    const settings = JSON.parse(result.stdout);
+    expect(settings).toMatchObject({ check_name: "Owners", database_backend: "postgresql", database: { host: "db.invalid" } });
+    expect(result.stdout).not.toContain("hunter2-password");
+  });
+
+  test("config check exits 2 naming the variable and rule of an invalid production configuration", () => {
+    const result = runBinary(["config", "check"], { SERVICE_ENVIRONMENT: "production", SERVICE_DATABASE_URL: "sqlite:./x.db" });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("SERVICE_DATABASE_URL: the embedded sqlite database is for single-process development only");
+  });
+
+  test("serve refuses an unmigrated database and does not create it", () => {
+    const path = join(dir, "never.db");
+    const result = runBinary(["serve"], { SERVICE_DATABASE_URL: `sqlite:${path}`, SERVICE_PORT: "0", SERVICE_HOST: "127.0.0.1" });
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout + result.stderr).toContain("database migrate");
+    expect(existsSync(path)).toBe(false);
+  });
+});
+
+describe("serve with nothing but an embedded database path", () => {
+  test("every operator route answers with the spec's fields and headers, and SIGTERM exits 0 promptly", async () => {
+    const env = { SERVICE_DATABASE_URL: `sqlite:${join(dir, "serve.db")}` };
+    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
+    const service = await startBinary(env);
+    try {
+      const expectations: Array<[string, number, string]> = [
+        ["/", 200, "application/json"],
+        ["/api/runtime-identity", 200, "application/json"],
+        ["/health/live", 200, "application/json"],
+        ["/health/ready", 503, "application/json"], // no App credentials configured: not ready
+        ["/metrics", 200, "text/plain"],
+        ["/api/openapi.json", 200, "application/json"],
+        ["/api/docs", 200, "text/html"],
+        ["/docs/oauth2-redirect", 200, "text/html"],
+        ["/api/docs/assets/swagger-ui-bundle.js", 200, "javascript"],
+      ];
+      for (const [path, status, type] of expectations) {
+        const response = await fetch(service.url + path);
+        expect({ path, status: response.status }).toEqual({ path, status });
+        expect(response.headers.get("content-type")).toContain(type);
+        await response.arrayBuffer();
+      }
+      const ready = await (await fetch(`${service.url}/health/ready`)).json();
+      expect(ready).toEqual({ status: "not_ready", forge_credentials: false, database: true, worker_enabled: true, reconciler_enabled: true, worker: true, reconciler: true });
+      const identity = await (await fetch(`${service.url}/api/runtime-identity`)).json();
+      expect(identity).toMatchObject({ schema_version: 1, database_backend: "sqlite", build_revision: null, forge_app_id: 0 });
+    } finally {
+      const { exitCode, ms } = await service.stop();
+      expect(exitCode).toBe(0);
+      expect(ms).toBeLessThan(10_000);
+    }
+  });
+});
+
+describe("secrets", () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase("postgresql");
+  });
+  afterAll(async () => database.drop());
+
+  test("known secret values never appear in the service's output", async () => {
+    const webhookSecret = "webhook-secret-CANARY-0123456789abcdef";
+    const key = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    const dbPassword = "db-password-CANARY-42";
+    writeFileSync(join(dir, "webhook"), webhookSecret);
+    writeFileSync(join(dir, "key.pem"), key);
+    const url = database.url.replace("postgresql://postgres@", `postgresql://postgres:${dbPassword}@`);
+    writeFileSync(join(dir, "db-url"), url);
+    const env = {
+      SERVICE_DATABASE_URL_FILE: join(dir, "db-url"),
+      SERVICE_FORGE_APP_ID: "4242",
+      SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
+      SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
+      SERVICE_ALLOW_INSECURE_CHANGES: "true",
+      SERVICE_LOG_LEVEL: "trace",
+    };
+    const migrate = runBinary(["database", "migrate"], env);
+    expect(migrate.exitCode).toBe(0);
+    const check = runBinary(["config", "check"], env);
+    const service = await startBinary(env);
+    for (const path of ["/", "/api/runtime-identity", "/health/live", "/health/ready", "/metrics", "/api/openapi.json"]) {
+      await (await fetch(service.url + path)).arrayBuffer();
+    }
+    const { exitCode } = await service.stop();
+    expect(exitCode).toBe(0);
+    const everything = [migrate.stdout, migrate.stderr, check.stdout, check.stderr, service.output()].join("\n");
+    expect(everything).toContain("SERVICE_ALLOW_INSECURE_CHANGES=true"); // the high-severity warning is there
+    expect(everything).toContain('"level":"error"');
+    const keyBody = key.split("\n").filter((line) => line && !line.startsWith("-----"));
+    for (const canary of [webhookSecret, dbPassword, ...keyBody.slice(0, 3), "PRIVATE KEY"]) {
+      expect(everything).not.toContain(canary);
+    }
+  });
+});
+
+describe("build revision", () => {
+  test("a revision given at build time is reported by runtime identity", async () => {
+    const revision = "0123456789abcdef0123456789abcdef01234567";
+    const binary = ensureBinary(join(dir, "service-rev"), revision);
+    const env = { SERVICE_DATABASE_URL: `sqlite:${join(dir, "rev.db")}` };
+    expect(runBinary(["database", "migrate"], env, { binary }).exitCode).toBe(0);
+    const service = await startBinary(env, { binary });
+    try {
+      const identity = await (await fetch(`${service.url}/api/runtime-identity`)).json();
+      expect(identity.build_revision).toBe(revision);
+    } finally {
+      await service.stop();
+    }
+  });
+});

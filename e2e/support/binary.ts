@@ -1,0 +1,81 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+/** Spawning the compiled executable (dist/service) the way an operator runs it, with output captured for assertions. */
+export const ROOT = join(import.meta.dir, "..", "..");
+export const BINARY = join(ROOT, "dist", "service");
+
+/** Builds dist/service once when it is missing (npm test builds it first; a lone `bun test` still works). */
+export function ensureBinary(path = BINARY, revision?: string): string {
+  if (existsSync(path) && revision === undefined) return path;
+  const result = Bun.spawnSync([process.execPath, "scripts/build.ts", "--outfile", path], {
+    cwd: ROOT,
+    env: { ...cleanEnv(), ...(revision ? { BUILD_REVISION: revision } : {}) },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (result.exitCode !== 0) throw new Error(`build failed: ${result.stderr.toString()}`);
+  return path;
+}
+
+/** The environment without any SERVICE_* or PG* variable of the test runner. */
+export function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("SERVICE_") && !name.startsWith("PG") && !name.startsWith("TEST_")) env[name] = value;
+  }
+  return env;
+}
+
+export type RunResult = { exitCode: number; stdout: string; stderr: string };
+
+export function runBinary(args: string[], env: Record<string, string>, options: { cwd?: string; binary?: string } = {}): RunResult {
+  const result = Bun.spawnSync([options.binary ?? BINARY, ...args], { cwd: options.cwd ?? "/", env: { ...cleanEnv(), ...env }, stdout: "pipe", stderr: "pipe" });
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+export type RunningBinary = {
+  readonly url: string;
+  readonly process: ReturnType<typeof Bun.spawn>;
+  output(): string;
+  /** Sends SIGTERM and waits for the exit; returns the exit code and the milliseconds it took. */
+  stop(signal?: NodeJS.Signals): Promise<{ exitCode: number | null; ms: number }>;
+};
+
+export async function startBinary(env: Record<string, string>, options: { cwd?: string; binary?: string; args?: string[] } = {}): Promise<RunningBinary> {
+  const proc = Bun.spawn([options.binary ?? BINARY, ...(options.args ?? ["serve"])], {
+    cwd: options.cwd ?? "/",
+    env: { ...cleanEnv(), SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+  };
+  const pumps = Promise.all([pump(proc.stdout as ReadableStream<Uint8Array>), pump(proc.stderr as ReadableStream<Uint8Array>)]);
+  const deadline = Date.now() + 15_000;
+  let url = "";
+  while (!url) {
+    const match = output.match(/"url":"(http:\/\/[^"]+)"[^\n]*"msg":"listening"/);
+    if (match) url = match[1]!;
+    else if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      await pumps.catch(() => {});
+      throw new Error(`service did not start (exit ${proc.exitCode}):\n${output}`);
+    } else await Bun.sleep(20);
+  }
+  return {
+    url,
+    process: proc,
+    output: () => output,
+    async stop(signal = "SIGTERM") {
+      const started = performance.now();
+      proc.kill(signal);
+      const exitCode = await proc.exited;
+      await pumps.catch(() => {});
+      return { exitCode, ms: performance.now() - started };
+    },
+  };
+}
