@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { acquire } from "./postgres.ts";
 import { assertCompatible, compatibilityProblem, MIGRATION_HEAD, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
 
 /** Raw SQL for arranging test state that no store operation creates yet; both dialects accept these statements. */
@@ -142,6 +143,38 @@ describe("postgresql specifics", () => {
       const [row] = await store.sql`select current_setting('search_path') as path, current_setting('statement_timeout') as timeout`;
       expect(row).toEqual({ path: "public", timeout: "3s" });
     } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test("a statement past the 3 second bound is cancelled and classified as a timeout", async () => {
+    const database = await createTestDatabase("postgresql");
+    const store = openStore(database.target) as PostgresStore;
+    try {
+      const started = performance.now();
+      const error = await store.withConnection((sql) => sql`select pg_sleep(4)`).catch((e) => e);
+      expect(error).toMatchObject({ code: "timeout" });
+      expect(performance.now() - started).toBeLessThan(3_900);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test("waiting for a pool connection gives up after 2 seconds", async () => {
+    const database = await createTestDatabase("postgresql");
+    const store = PostgresStore.open(database.target as never, { max: 1 });
+    const held = await acquire(store.sql);
+    try {
+      const started = performance.now();
+      await expect(store.ping()).rejects.toMatchObject({ code: "timeout" });
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(1_900);
+      expect(waited).toBeLessThan(2_900);
+    } finally {
+      held.release();
+      await store.ping(); // the late reservation was handed back: the pool still works
       await store.close();
       await database.drop();
     }
