@@ -1,0 +1,314 @@
+// The part of evaluation that needs no directory facts: policies, changed paths, CODEOWNERS, owner sets, latest reviews.
+// Shared by evaluate() and planLookups() so the fetcher looks up exactly what the evaluation will read.
+import {
+  MAX_CODEOWNERS_BYTES,
+  MAX_OPEN_PULL_REQUESTS,
+  MAX_POLICY_FILE_BYTES,
+  MAX_PULL_REQUEST_FILES,
+  MAX_RESOLVED_OWNERS,
+  MAX_REVIEWS,
+} from "../policy/bounds.ts";
+import { ownerKind, parseCodeowners, type ParsedCodeowners } from "../policy/codeowners.ts";
+import { nonDelegableSet, type NonDelegableSet } from "../policy/non-delegable.ts";
+import { compilePattern, type CompiledPattern } from "../policy/pattern.ts";
+import {
+  parseOrganizationPolicy,
+  parseRepositoryPolicy,
+  repositoryPolicyOptsOut,
+  type OrganizationPolicy,
+  type PolicyError,
+  type RepositoryPolicy,
+} from "../policy/policy-files.ts";
+import { PatternIndex } from "../policy/rule-index.ts";
+import { utf8ByteLength } from "../policy/utf8.ts";
+import { t, type Reason, type ReasonCode, type Text } from "./decision.ts";
+import { CODEOWNERS_LOCATIONS, type EvaluationSettings, type Evidence, type FileRead, type Gap, type Review } from "./evidence.ts";
+
+export interface Delegation {
+  readonly app: string;
+  readonly paths: PatternIndex;
+  /** Lower-cased owners this delegation may stand in for; null for any owner. */
+  readonly owners: ReadonlySet<string> | null;
+  readonly requiredLabel: string | null;
+}
+
+export interface OwnerGroup {
+  /** Owners as first spelled in CODEOWNERS, sorted case-insensitively. */
+  readonly owners: readonly string[];
+  readonly paths: readonly string[];
+}
+
+export interface LatestReview {
+  readonly review: Review & { readonly user: NonNullable<Review["user"]> };
+  /** APPROVED, CHANGES_REQUESTED or DISMISSED. */
+  readonly state: string;
+}
+
+export interface Analysis {
+  readonly kind: "analysed";
+  readonly reasons: Reason[];
+  readonly requiredApprovals: number;
+  readonly trustedApps: readonly { readonly slug: string; readonly app_id: number }[];
+  readonly delegations: readonly Delegation[];
+  readonly nonDelegable: NonDelegableSet;
+  readonly codeownersPath: string | null;
+  readonly groups: readonly OwnerGroup[];
+  readonly unownedPathCount: number;
+  /** Latest non-comment review per reviewer, in forge order of those reviews; null when the review list is unusable. */
+  readonly latestReviews: readonly LatestReview[] | null;
+  /** Reviews without a user (deleted accounts): listed so the output can say why they do not count. */
+  readonly anonymousReviews: number;
+  readonly sharedHeadWith: readonly number[];
+  readonly organizationOwned: boolean;
+}
+
+export type AnalysisResult = Analysis | { readonly kind: "not_enabled"; readonly why: Text } | { readonly kind: "retry"; readonly reasons: Reason[] };
+
+const KNOWN_STATUSES = new Set(["added", "removed", "modified", "renamed", "copied", "changed", "unchanged"]);
+const DECISIVE_STATES = new Set(["APPROVED", "CHANGES_REQUESTED", "DISMISSED"]);
+
+function gapReason(code: ReasonCode, what: Text, gap: { cause: Gap["cause"]; detail: string }): Reason {
+  return { code, message: [...what, gap.cause === "transient" ? " could not be read: " : " is incomplete: ", gap.detail], transient: gap.cause === "transient" };
+}
+
+function policyDetails(errors: readonly PolicyError[]): Text[] {
+  return errors.map((error) => t`${error.location}: ${error.message}`);
+}
+
+/** Reads a file under a byte bound; `tooLarge` says whether a size breaks it. The larger of reported and actual size counts. */
+function readSizedFile(read: FileRead, tooLarge: (bytes: number) => boolean): { kind: "text"; text: string } | { kind: "too_large"; bytes: number } | { kind: "other" } {
+  if (read.kind === "too_large") return { kind: "too_large", bytes: read.bytes };
+  if (read.kind !== "found") return { kind: "other" };
+  const bytes = Math.max(read.bytes, utf8ByteLength(read.text));
+  return tooLarge(bytes) ? { kind: "too_large", bytes } : { kind: "text", text: read.text };
+}
+
+const codeownersTooLarge = (bytes: number) => bytes >= MAX_CODEOWNERS_BYTES;
+const policyTooLarge = (bytes: number) => bytes > MAX_POLICY_FILE_BYTES;
+
+/** Picks the code-owners file by precedence (DESIGN 3.2 rule 1); an unread or failed earlier location blocks later ones. */
+function selectCodeowners(evidence: Evidence, reasons: Reason[]): { path: string; parsed: ParsedCodeowners } | null {
+  for (const location of CODEOWNERS_LOCATIONS) {
+    const read = evidence.codeowners[location];
+    if (read === undefined) {
+      reasons.push({ code: "codeowners_incomplete", message: t`the code-owners location ${location} was not read`, transient: false });
+      return null;
+    }
+    if (read.kind === "missing") continue;
+    if (read.kind === "incomplete") {
+      reasons.push(gapReason("codeowners_incomplete", t`the code-owners file ${location}`, read));
+      return null;
+    }
+    // A too_large read, or a found one at or over the bound, loads nothing (DESIGN 3.6).
+    const sized = readSizedFile(read, codeownersTooLarge);
+    if (sized.kind === "too_large") {
+      reasons.push({
+        code: "codeowners_too_large",
+        message: t`the code-owners file ${location} is ${sized.bytes} bytes; it must be under ${MAX_CODEOWNERS_BYTES} bytes`,
+        transient: false,
+      });
+      return null;
+    }
+    if (sized.kind !== "text") return null;
+    const parsed = parseCodeowners(sized.text);
+    if (parsed.errors.length > 0) {
+      reasons.push({
+        code: "codeowners_invalid",
+        message: t`the code-owners file ${location} has ${parsed.errors.length} invalid line${parsed.errors.length === 1 ? "" : "s"}`,
+        transient: false,
+        details: parsed.errors.slice(0, 50).map((error) => t`line ${error.line}: ${error.message}`),
+      });
+    }
+    return { path: location, parsed };
+  }
+  return null;
+}
+
+function compileDelegations(policyDelegations: RepositoryPolicy["delegations"]): Delegation[] {
+  return (policyDelegations ?? []).map((delegation) => {
+    const patterns: CompiledPattern[] = [];
+    for (const source of delegation.paths) {
+      const compiled = compilePattern(source);
+      if (compiled.ok) patterns.push(compiled.pattern);
+    }
+    return {
+      app: delegation.app,
+      paths: new PatternIndex(patterns),
+      owners: delegation.owners === undefined ? null : new Set(delegation.owners.map((owner) => owner.toLowerCase())),
+      requiredLabel: delegation.required_label ?? null,
+    };
+  });
+}
+
+export function analyze(evidence: Omit<Evidence, "directory">, settings: EvaluationSettings): AnalysisResult {
+  const reasons: Reason[] = [];
+  const pr = evidence.pullRequest;
+
+  // Repository policy (base commit): decides whether the repository opted in at all.
+  const repoRead = evidence.repositoryPolicy;
+  let requiredApprovals = 1;
+  let delegationsSource: NonNullable<RepositoryPolicy["delegations"]> = [];
+  if (repoRead.kind === "missing") return { kind: "not_enabled", why: t`no repository policy at ${settings.policyPath}` };
+  if (repoRead.kind === "incomplete") {
+    const reason = gapReason("repository_policy_incomplete", t`the repository policy ${settings.policyPath}`, repoRead);
+    if (reason.transient) return { kind: "retry", reasons: [reason] };
+    reasons.push(reason);
+  } else {
+    const sized = readSizedFile(repoRead, policyTooLarge);
+    if (sized.kind === "too_large") {
+      reasons.push({ code: "repository_policy_invalid", message: t`the repository policy is ${sized.bytes} bytes; the limit is ${MAX_POLICY_FILE_BYTES}`, transient: false });
+    } else if (sized.kind === "text") {
+      if (repositoryPolicyOptsOut(sized.text)) return { kind: "not_enabled", why: t`the repository policy says ${"enabled = false"}` };
+      const parsed = parseRepositoryPolicy(sized.text);
+      if (parsed.kind === "invalid") {
+        reasons.push({ code: "repository_policy_invalid", message: t`the repository policy ${settings.policyPath} is invalid`, transient: false, details: policyDetails(parsed.errors) });
+      } else {
+        if (parsed.policy.enabled !== true) return { kind: "not_enabled", why: t`the repository policy does not say ${"enabled = true"}` };
+        requiredApprovals = parsed.policy.required_approvals ?? 1;
+        delegationsSource = parsed.policy.delegations ?? [];
+      }
+    }
+  }
+
+  // Organization policy: enrollment and guardrails. 404 (missing) means neither (DESIGN 3.6).
+  let organization: OrganizationPolicy | null = null;
+  const orgRead = evidence.organizationPolicy;
+  if (orgRead.kind === "incomplete") reasons.push(gapReason("organization_policy_incomplete", t`the organization policy`, orgRead));
+  else if (orgRead.kind !== "missing") {
+    const sized = readSizedFile(orgRead, policyTooLarge);
+    if (sized.kind === "too_large") {
+      reasons.push({ code: "organization_policy_invalid", message: t`the organization policy is ${sized.bytes} bytes; the limit is ${MAX_POLICY_FILE_BYTES}`, transient: false });
+    } else if (sized.kind === "text") {
+      const parsed = parseOrganizationPolicy(sized.text);
+      if (parsed.kind === "invalid") {
+        reasons.push({ code: "organization_policy_invalid", message: t`the organization policy is invalid`, transient: false, details: policyDetails(parsed.errors) });
+      } else organization = parsed.policy;
+    }
+  }
+  const organizationUsable = orgRead.kind === "missing" || organization !== null;
+  const trustedApps = organization?.trusted_apps ?? [];
+  if (organizationUsable) {
+    const enrolled = new Set(trustedApps.map((app) => app.slug));
+    const notEnrolled = delegationsSource.flatMap((delegation, index) => (enrolled.has(delegation.app) ? [] : [t`${`delegations[${index}].app`}: App ${delegation.app} is not enrolled in the organization policy's trusted_apps`]));
+    if (notEnrolled.length > 0) {
+      reasons.push({ code: "delegation_app_not_enrolled", message: t`the repository policy delegates to an App the organization did not enroll`, transient: false, details: notEnrolled });
+    }
+  }
+  const nonDelegable = nonDelegableSet({
+    policyPath: settings.policyPath,
+    enrolledAppSlugs: trustedApps.map((app) => app.slug),
+    guardrails: organization?.guardrails?.non_delegable_paths ?? [],
+    allowInsecureChanges: settings.allowInsecureChanges,
+  });
+
+  // Shared head (DESIGN 3.2 rule 7).
+  let sharedHeadWith: number[] = [];
+  const sameHead = evidence.sameHeadPullRequests;
+  if (!sameHead.complete) reasons.push(gapReason("same_head_incomplete", t`the list of open pull requests on this head`, sameHead));
+  else if (sameHead.items.length > MAX_OPEN_PULL_REQUESTS) {
+    reasons.push({ code: "same_head_incomplete", message: t`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests were listed for the shared-head check`, transient: false });
+  } else {
+    sharedHeadWith = [...new Set(sameHead.items.filter((other) => other.number !== pr.number && other.headSha === pr.headSha).map((other) => other.number))].sort((a, b) => a - b);
+    if (sharedHeadWith.length > 0) {
+      reasons.push({ code: "shared_head", message: t`the head commit is shared by another open pull request: ${sharedHeadWith.map((n) => `#${n}`).join(", ")}`, transient: false });
+    }
+  }
+
+  // Changed paths, with the previous path of renames (invariant 6).
+  const paths = new Set<string>();
+  if (!Number.isSafeInteger(pr.changedFiles) || pr.changedFiles < 0) {
+    reasons.push({ code: "files_inconsistent", message: t`the pull request reports an invalid changed_files count`, transient: false });
+  } else if (pr.changedFiles >= MAX_PULL_REQUEST_FILES) {
+    reasons.push({ code: "too_many_files", message: t`the pull request changes ${pr.changedFiles} files; at ${MAX_PULL_REQUEST_FILES} or more completeness cannot be proved, so split it`, transient: false });
+  } else if (!evidence.files.complete) {
+    reasons.push(gapReason("files_incomplete", t`the list of changed files`, evidence.files));
+  } else if (evidence.files.items.length !== pr.changedFiles) {
+    reasons.push({ code: "files_inconsistent", message: t`the pull request reports ${pr.changedFiles} changed files but ${evidence.files.items.length} were listed`, transient: false });
+  } else {
+    const renameProblems: Text[] = [];
+    for (const file of evidence.files.items) {
+      if (typeof file.filename !== "string" || file.filename === "") {
+        renameProblems.push(t`a changed file has no name`);
+        continue;
+      }
+      paths.add(file.filename);
+      if (!KNOWN_STATUSES.has(file.status)) renameProblems.push(t`${file.filename} has an unknown status ${String(file.status)}`);
+      if (file.status === "renamed" || file.status === "copied") {
+        if (typeof file.previousFilename !== "string" || file.previousFilename === "") renameProblems.push(t`${file.filename} is ${file.status} but its previous path is not given`);
+        else paths.add(file.previousFilename);
+      } else if (typeof file.previousFilename === "string" && file.previousFilename !== "") paths.add(file.previousFilename);
+    }
+    if (renameProblems.length > 0) {
+      reasons.push({ code: "rename_incomplete", message: t`rename evidence is incomplete`, transient: false, details: renameProblems.slice(0, 50) });
+    }
+  }
+
+  // Code owners and owner sets (DESIGN 3.2 rules 1-2).
+  const selected = selectCodeowners(evidence as Evidence, reasons);
+  const groupsByKey = new Map<string, { owners: string[]; paths: string[] }>();
+  let unownedPathCount = 0;
+  const sortedPaths = [...paths].sort();
+  if (selected !== null) {
+    for (const path of sortedPaths) {
+      const match = selected.parsed.match(path);
+      if (match === null || match.owners.length === 0) {
+        unownedPathCount++;
+        continue;
+      }
+      const unique = new Map<string, string>();
+      for (const owner of match.owners) if (!unique.has(owner.toLowerCase())) unique.set(owner.toLowerCase(), owner);
+      const keys = [...unique.keys()].sort();
+      const key = keys.join(" ");
+      let group = groupsByKey.get(key);
+      if (group === undefined) {
+        group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
+        groupsByKey.set(key, group);
+      }
+      group.paths.push(path);
+    }
+  } else unownedPathCount = sortedPaths.length;
+  const groups = [...groupsByKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
+
+  const resolvable = new Set<string>();
+  for (const group of groups) for (const owner of group.owners) if (ownerKind(owner) !== "email") resolvable.add(owner.toLowerCase());
+  if (resolvable.size > MAX_RESOLVED_OWNERS) {
+    reasons.push({ code: "too_many_owners", message: t`the changed paths have ${resolvable.size} distinct owners; at most ${MAX_RESOLVED_OWNERS} are resolved per evaluation`, transient: false });
+  }
+
+  // Reviews: latest non-comment review per reviewer (DESIGN 3.2 rule 3).
+  let latestReviews: LatestReview[] | null = null;
+  let anonymousReviews = 0;
+  if (!evidence.reviews.complete) reasons.push(gapReason("reviews_incomplete", t`the list of reviews`, evidence.reviews));
+  else if (evidence.reviews.items.length > MAX_REVIEWS) {
+    reasons.push({ code: "too_many_reviews", message: t`the pull request has more than ${MAX_REVIEWS} reviews`, transient: false });
+  } else {
+    const latest = new Map<number, LatestReview>();
+    for (const review of evidence.reviews.items) {
+      const state = String(review.state).toUpperCase();
+      if (review.user === null) {
+        anonymousReviews++;
+        continue;
+      }
+      if (!DECISIVE_STATES.has(state)) continue;
+      latest.delete(review.user.id); // keep map order = order of each reviewer's latest review
+      latest.set(review.user.id, { review: review as LatestReview["review"], state });
+    }
+    latestReviews = [...latest.values()];
+  }
+
+  return {
+    kind: "analysed",
+    reasons,
+    requiredApprovals,
+    trustedApps,
+    delegations: compileDelegations(delegationsSource),
+    nonDelegable,
+    codeownersPath: selected?.path ?? null,
+    groups,
+    unownedPathCount,
+    latestReviews,
+    anonymousReviews,
+    sharedHeadWith,
+    organizationOwned: evidence.repository.ownerType === "Organization",
+  };
+}

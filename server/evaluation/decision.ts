@@ -1,0 +1,136 @@
+// Decision: what evaluate() returns. Plain data; the check-run output and the playground view are rendered from it, never
+// re-derived (STYLE 2).
+//
+// `kind` tells the worker what to do (DESIGN 3.6 "Outcomes"):
+// - "not_enabled": the repository has no policy file, or it does not say `enabled = true` (or says `enabled = false`).
+//   The worker creates no managed check (and the fast path skips creating one).
+// - "retry": some evidence is missing for a transient reason (timeout, reset, 5xx, rate limit) and nothing permanent already
+//   decides failure. The job fails and retries; nothing is published; the check stays `in_progress`.
+// - "conclusive": publish `conclusion` ("success" or "failure"). Failure covers every permanent fail-closed reason (over a
+//   bound, 3,000 files, invalid policy or CODEOWNERS, incomplete rename evidence, unresolvable owners, contradictory
+//   evidence) as well as owner sets that simply lack approval.
+// A shared head (`sharedHeadWith` non-empty) is conclusive failure, but the worker never completes a check on a shared head:
+// it leaves the check `in_progress` with a title naming the other pull request (DESIGN 3.6).
+
+/** Message text: prose strings and code-like values kept apart so rendering escapes each correctly (DESIGN 3.2 rule 8). */
+export type TextPart = string | { readonly code: string };
+export type Text = readonly TextPart[];
+
+/** Tagged template: interpolated values are code-like; `t\`path ${path} is not covered\``. */
+export function t(strings: TemplateStringsArray, ...values: readonly (string | number | Text)[]): Text {
+  const parts: TextPart[] = [];
+  strings.forEach((prose, index) => {
+    if (prose !== "") parts.push(prose);
+    if (index < values.length) {
+      const value = values[index]!;
+      if (Array.isArray(value)) parts.push(...(value as Text));
+      else parts.push({ code: String(value) });
+    }
+  });
+  return parts;
+}
+
+/** Plain rendering of a Text (logs, tests). Not escaped: never put it in check output. */
+export function plain(text: Text): string {
+  return text.map((part) => (typeof part === "string" ? part : part.code)).join("");
+}
+
+export type ReasonCode =
+  | "not_enabled"
+  | "repository_policy_invalid"
+  | "repository_policy_incomplete"
+  | "organization_policy_invalid"
+  | "organization_policy_incomplete"
+  | "delegation_app_not_enrolled"
+  | "codeowners_invalid"
+  | "codeowners_too_large"
+  | "codeowners_incomplete"
+  | "too_many_files"
+  | "files_incomplete"
+  | "files_inconsistent"
+  | "rename_incomplete"
+  | "reviews_incomplete"
+  | "too_many_reviews"
+  | "shared_head"
+  | "same_head_incomplete"
+  | "too_many_owners"
+  | "directory_incomplete";
+
+/** A reason the decision cannot be success, independent of (or in addition to) the owner sets. */
+export interface Reason {
+  readonly code: ReasonCode;
+  readonly message: Text;
+  /** True when retrying may resolve it (DESIGN 3.6 transient faults); false for permanent fail-closed reasons. */
+  readonly transient: boolean;
+  /** CODEOWNERS line numbers, policy error locations and similar detail lines. */
+  readonly details?: readonly Text[];
+}
+
+export type OwnerSetStatus =
+  /** Enough approvals and no blocking review. */
+  | "satisfied"
+  /** Not enough approvals. */
+  | "missing"
+  /** An eligible owner's latest review requests changes. */
+  | "blocked"
+  /** A fact needed to decide is incomplete (see `unresolved`). */
+  | "unknown";
+
+export interface CountedApproval {
+  /** Reviewer login. */
+  readonly reviewer: string;
+  /** Which owner the approval counted for: the reviewer's `@user`, a `@org/team`, or an App delegation. */
+  readonly via: { readonly kind: "user" | "team"; readonly owner: string } | { readonly kind: "app"; readonly app: string };
+}
+
+export interface NotCounted {
+  readonly reviewer: string;
+  readonly why: Text;
+}
+
+export interface OwnerSetResult {
+  /** The set's owners as spelled in CODEOWNERS, sorted case-insensitively. */
+  readonly owners: readonly string[];
+  /** Every changed path (and previous path of a rename) with exactly this owner set, sorted. Rendering bounds the list. */
+  readonly paths: readonly string[];
+  readonly required: number;
+  readonly counted: readonly CountedApproval[];
+  readonly notCounted: readonly NotCounted[];
+  /** Logins of eligible owners whose latest review requests changes. */
+  readonly blockedBy: readonly string[];
+  /** Facts that could not be established and would change this set's status. */
+  readonly unresolved: readonly Text[];
+  /** Paths of the set on which no App approval can count (built-in or organization non-delegable). */
+  readonly nonDelegablePaths: readonly string[];
+  readonly status: OwnerSetStatus;
+}
+
+/** A node of the explanation tree (policy-bot style): a status with its reasons and children. */
+export interface ResultNode {
+  readonly name: string;
+  readonly status: "passed" | "failed" | "pending" | "skipped";
+  readonly description: Text;
+  readonly children: readonly ResultNode[];
+}
+
+export interface Decision {
+  readonly kind: "not_enabled" | "retry" | "conclusive";
+  /** Set only when kind is "conclusive". */
+  readonly conclusion: "success" | "failure" | null;
+  readonly checkName: string;
+  readonly pullRequest: number;
+  readonly headSha: string;
+  /** Why the decision is not success besides owner sets; for "retry" the transient gaps; for "not_enabled" why. */
+  readonly reasons: readonly Reason[];
+  readonly ownerSets: readonly OwnerSetResult[];
+  /** Number of distinct changed paths no rule owns (or owned by a rule without owners). */
+  readonly unownedPathCount: number;
+  /** Other open pull requests on this head (DESIGN 3.6: the worker leaves the check in_progress). */
+  readonly sharedHeadWith: readonly number[];
+  /** A deterministic smallest set of owners whose approval would satisfy every set still missing approvals. */
+  readonly suggestedReviewers: readonly string[];
+  /** Where the code-owners file was read from, if any. */
+  readonly codeownersPath: string | null;
+  readonly insecureChangesAllowed: boolean;
+  readonly result: ResultNode;
+}

@@ -1,0 +1,120 @@
+// Who may approve for an owner set, revalidated at each evaluation from directory facts (DESIGN 3.2 rules 4-5, 3.6).
+import { ownerKind } from "../policy/codeowners.ts";
+import type { NonDelegableSet } from "../policy/non-delegable.ts";
+import type { Delegation, OwnerGroup } from "./analyze.ts";
+import { t, type Text } from "./decision.ts";
+import type { DirectoryFacts, ForgeUser, TeamFacts } from "./evidence.ts";
+import { all, any, Keyed, no, readLookup, YES, type Fact } from "./facts.ts";
+
+const WRITE_PERMISSIONS = new Set(["admin", "maintain", "write"]);
+
+export class Directory {
+  private readonly collaborators;
+  private readonly memberships;
+  private readonly teams;
+  private readonly apps;
+  private readonly botUsers;
+
+  constructor(
+    facts: DirectoryFacts,
+    private readonly organizationOwned: boolean,
+  ) {
+    this.collaborators = new Keyed(facts.collaborators);
+    this.memberships = new Keyed(facts.organizationMemberships);
+    this.teams = new Keyed<TeamFacts>(facts.teams);
+    this.apps = new Keyed(facts.apps);
+    this.botUsers = new Keyed(facts.botUsers);
+  }
+
+  /** `@user` owner: direct write-or-higher permission and, on an organization-owned repository, active membership. */
+  userEligible(login: string): Fact {
+    const permission = readLookup(this.collaborators.get(login), t`the repository permission of ${login}`, (value) =>
+      WRITE_PERMISSIONS.has(value.permission) ? YES : no(t`${login} has ${value.permission} permission, not write`),
+    );
+    if (!this.organizationOwned) return permission;
+    const membership = readLookup(this.memberships.get(login), t`the organization membership of ${login}`, (value) =>
+      value.state === "active" ? YES : no(t`${login}'s organization membership is ${value.state}`),
+    );
+    return all([permission, membership]);
+  }
+
+  /** `@org/team` owner counts for `login`: visible (closed) team, push access to the repository, active team membership. */
+  teamGrants(team: string, login: string): Fact {
+    const facts = this.teams.get(team);
+    if (facts === undefined) return readLookup(undefined, t`the team ${team}`, () => YES);
+    const visible = readLookup(facts.team, t`the team ${team}`, (value) =>
+      value.privacy === "closed" ? YES : no(t`the team ${team} is not visible (privacy ${value.privacy})`),
+    );
+    const access = readLookup(facts.repository, t`the repository access of ${team}`, (value) =>
+      value.push === true ? YES : no(t`the team ${team} has no write access to the repository`),
+    );
+    const membership = readLookup(new Keyed(facts.memberships).get(login), t`the membership of ${login} in ${team}`, (value) =>
+      value.state === "active" ? YES : no(t`${login}'s membership in ${team} is ${value.state}`),
+    );
+    return all([visible, access, membership]);
+  }
+
+  /** The owner through which a human reviewer is an eligible owner of the set, or why not. */
+  humanOwnerOf(group: OwnerGroup, user: ForgeUser): { fact: Fact; via: { kind: "user" | "team"; owner: string } | null } {
+    if (user.type !== "User") return { fact: no(t`${user.login} is not a user account`), via: null };
+    const routes: { owner: string; kind: "user" | "team"; fact: () => Fact }[] = [];
+    for (const owner of group.owners) {
+      const kind = ownerKind(owner);
+      if (kind === "user" && owner.slice(1).toLowerCase() === user.login.toLowerCase()) {
+        routes.push({ owner, kind, fact: () => this.userEligible(user.login) });
+      } else if (kind === "team") routes.push({ owner, kind, fact: () => this.teamGrants(owner.slice(1), user.login) });
+    }
+    if (routes.length === 0) return { fact: no(t`${user.login} is not an owner of these paths`), via: null };
+    const facts = routes.map((route) => route.fact());
+    const index = facts.findIndex((fact) => fact.value === "yes");
+    if (index >= 0) return { fact: YES, via: { kind: routes[index]!.kind, owner: routes[index]!.owner } };
+    return { fact: any(facts, t`${user.login} is not an eligible owner`), via: null };
+  }
+
+  /**
+   * App approval (DESIGN 3.2 rule 5, 3.6): enrolled App whose bot identity and App identity both check out, a delegation
+   * whose conditions hold covering every path of the set, and no non-delegable path in the set.
+   */
+  appApproves(input: {
+    readonly user: ForgeUser;
+    readonly group: OwnerGroup;
+    readonly trustedApps: readonly { readonly slug: string; readonly app_id: number }[];
+    readonly delegations: readonly Delegation[];
+    readonly nonDelegable: NonDelegableSet;
+    readonly labels: readonly string[];
+  }): { fact: Fact; app: string | null } {
+    const { user, group } = input;
+    if (user.type !== "Bot" || !user.login.endsWith("[bot]")) return { fact: no(t`${user.login} is not an App`), app: null };
+    const slug = user.login.slice(0, -"[bot]".length);
+    const enrolled = input.trustedApps.find((app) => app.slug === slug);
+    if (enrolled === undefined) return { fact: no(t`the App ${slug} is not enrolled by the organization policy`), app: null };
+
+    const labels = new Set(input.labels.map((label) => label.toLowerCase()));
+    const setOwners = group.owners.map((owner) => owner.toLowerCase());
+    const holding = input.delegations.filter(
+      (delegation) =>
+        delegation.app === slug &&
+        (delegation.owners === null || setOwners.some((owner) => delegation.owners!.has(owner))) &&
+        (delegation.requiredLabel === null || labels.has(delegation.requiredLabel.toLowerCase())),
+    );
+    let policy: Fact = YES;
+    if (holding.length === 0) policy = no(t`no delegation to ${slug} applies to these owners (or its required label is absent)`);
+    else {
+      const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.paths.matchesAny(path)));
+      const guarded = group.paths.find((path) => input.nonDelegable.isNonDelegable(path));
+      if (guarded !== undefined) policy = no(t`${guarded} is non-delegable`);
+      else if (uncovered !== undefined) policy = no(t`${uncovered} is not covered by a delegation to ${slug}`);
+    }
+    if (policy.value === "no") return { fact: policy, app: slug };
+
+    const bot = readLookup(this.botUsers.get(user.login), t`the bot account ${user.login}`, (value) =>
+      value.id === user.id && value.login === user.login ? YES : no(t`the reviewer is not the bot account ${user.login} (ID mismatch)`),
+    );
+    const app = readLookup(this.apps.get(slug), t`the App ${slug}`, (value) =>
+      value.id === enrolled.app_id && value.slug === enrolled.slug ? YES : no(t`the App ${slug} does not have the enrolled App ID ${enrolled.app_id}`),
+    );
+    return { fact: all([bot, app]), app: slug };
+  }
+}
+
+export const describeNo = (fact: Fact, fallback: Text): Text => (fact.value === "no" ? fact.why : fallback);

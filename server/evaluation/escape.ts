@@ -1,0 +1,35 @@
+// Escaping for check-run output (DESIGN 3.2 rule 8, 3.6): control and format characters become visible `\u{XXXX}`, prose is
+// Markdown-escaped, code-like values (paths, owners, logins, SHAs) are HTML-escaped inside <code>.
+import type { Text } from "./decision.ts";
+
+// C0, DEL, C1, zero-width and direction marks, bidi embeddings/overrides, bidi isolates, BOM / zero-width no-break space.
+const INVISIBLE = /[\u0000-\u001F\u007F-\u009F\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/g;
+
+export function visible(value: string): string {
+  return value.replace(INVISIBLE, (ch) => `\\u{${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}}`);
+}
+
+/** Backslash-escapes every ASCII punctuation character Markdown (and the forge's mentions and references) could act on. */
+export function escapeMarkdown(value: string): string {
+  return visible(value).replace(/[\\`*_{}[\]()#+\-.!|~<>&@:"']/g, "\\$&");
+}
+
+const HTML: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+export function escapeHtml(value: string): string {
+  return visible(value).replace(/[&<>"']/g, (ch) => HTML[ch]!);
+}
+
+export function code(value: string): string {
+  return `<code>${escapeHtml(value)}</code>`;
+}
+
+/** Renders message Text: prose escaped as Markdown, code-like parts as <code>. */
+export function renderText(text: Text): string {
+  return text.map((part) => (typeof part === "string" ? escapeMarkdown(part) : code(part.code))).join("");
+}
+
+/** Plain-text rendering for the title (not Markdown): only control characters are made visible. */
+export function renderPlain(text: Text): string {
+  return visible(text.map((part) => (typeof part === "string" ? part : part.code)).join(""));
+}

@@ -1,0 +1,144 @@
+// One base evidence fixture and small tweaks (STYLE 11: start from one base fixture and tweak it). Used by tests, the
+// benchmark and as a sample for the playground. The base case: one changed file owned by @alice, no reviews yet.
+import type { ChangedFile, DirectoryFacts, Evidence, FileRead, Lookup, Review } from "./evidence.ts";
+
+export const HEAD = "a".repeat(40);
+export const OLD_HEAD = "b".repeat(40);
+export const BASE = "c".repeat(40);
+export const AUTHOR = { id: 1, login: "author" } as const;
+export const APP_SLUG = "docs-review-bot";
+export const APP_ID = 12345;
+export const BOT = { id: 9001, login: `${APP_SLUG}[bot]`, type: "Bot" } as const;
+
+export const USERS = {
+  alice: { id: 10, login: "alice", type: "User" },
+  bob: { id: 11, login: "bob", type: "User" },
+  carol: { id: 12, login: "carol", type: "User" },
+  dave: { id: 13, login: "dave", type: "User" },
+  erin: { id: 14, login: "erin", type: "User" },
+  mallory: { id: 15, login: "mallory", type: "User" },
+  author: { id: 1, login: "author", type: "User" },
+} as const;
+
+export const BASE_CODEOWNERS = `# base fixture
+* @acme/core
+/src/ @alice
+/docs/ @acme/docs
+/vendor/
+`;
+
+export const found = (path: string, text: string): FileRead => ({ kind: "found", path, text, bytes: new TextEncoder().encode(text).length });
+const ok = <T>(value: T): Lookup<T> => ({ kind: "found", value });
+
+export const BASE_ORGANIZATION_POLICY = `schema_version = 1
+[[trusted_apps]]
+slug = "${APP_SLUG}"
+app_id = ${APP_ID}
+[guardrails]
+non_delegable_paths = ["deploy/**", "/Makefile"]
+`;
+
+export const ENABLED_POLICY = `schema_version = 1\nenabled = true\n`;
+
+export function baseDirectory(): DirectoryFacts {
+  return {
+    collaborators: {
+      alice: ok({ permission: "write" }),
+      bob: ok({ permission: "admin" }),
+      carol: ok({ permission: "read" }),
+      dave: ok({ permission: "maintain" }),
+      erin: ok({ permission: "write" }),
+      mallory: ok({ permission: "write" }),
+      author: ok({ permission: "write" }),
+    },
+    organizationMemberships: {
+      alice: ok({ state: "active" }),
+      bob: ok({ state: "active" }),
+      carol: ok({ state: "active" }),
+      dave: ok({ state: "pending" }),
+      erin: ok({ state: "active" }),
+      mallory: ok({ state: "active" }),
+      author: ok({ state: "active" }),
+    },
+    teams: {
+      "acme/core": {
+        team: ok({ privacy: "closed" }),
+        repository: ok({ push: true }),
+        memberships: { bob: ok({ state: "active" }), dave: ok({ state: "active" }), alice: { kind: "not_found" }, carol: { kind: "not_found" }, erin: { kind: "not_found" }, mallory: { kind: "not_found" }, author: ok({ state: "active" }) },
+      },
+      "acme/docs": {
+        team: ok({ privacy: "closed" }),
+        repository: ok({ push: true }),
+        memberships: { erin: ok({ state: "active" }), alice: { kind: "not_found" }, bob: { kind: "not_found" }, carol: { kind: "not_found" }, dave: { kind: "not_found" }, mallory: { kind: "not_found" }, author: { kind: "not_found" } },
+      },
+    },
+    apps: { [APP_SLUG]: ok({ id: APP_ID, slug: APP_SLUG }) },
+    botUsers: { [BOT.login]: ok({ ...BOT }) },
+  };
+}
+
+export function baseEvidence(): Evidence {
+  return {
+    evidenceVersion: 1,
+    repository: { owner: "acme", name: "widgets", ownerType: "Organization" },
+    pullRequest: {
+      number: 7,
+      headSha: HEAD,
+      baseSha: BASE,
+      baseRef: "main",
+      author: { ...AUTHOR },
+      state: "open",
+      draft: false,
+      labels: [],
+      changedFiles: 1,
+    },
+    files: { complete: true, items: [{ filename: "src/app.ts", status: "modified" }] },
+    reviews: { complete: true, items: [] },
+    codeowners: { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", BASE_CODEOWNERS) },
+    repositoryPolicy: found(".forge/service-policy.toml", ENABLED_POLICY),
+    organizationPolicy: found(".forge/service-policy.toml", BASE_ORGANIZATION_POLICY),
+    directory: baseDirectory(),
+    sameHeadPullRequests: { complete: true, items: [{ number: 7, headSha: HEAD }] },
+  };
+}
+
+let nextReviewId = 1;
+
+export function review(user: { id: number; login: string; type: string }, state: string, commitId: string | null = HEAD): Review {
+  return { id: nextReviewId++, user: { ...user }, state, commitId };
+}
+
+export const approve = (user: { id: number; login: string; type: string }, commitId: string | null = HEAD) => review(user, "APPROVED", commitId);
+
+export function withFiles(evidence: Evidence, files: readonly (string | ChangedFile)[]): Evidence {
+  const items = files.map((file): ChangedFile => (typeof file === "string" ? { filename: file, status: "modified" } : file));
+  return { ...evidence, files: { complete: true, items }, pullRequest: { ...evidence.pullRequest, changedFiles: items.length } };
+}
+
+export const withReviews = (evidence: Evidence, ...reviews: Review[]): Evidence => ({ ...evidence, reviews: { complete: true, items: reviews } });
+
+export const withCodeowners = (evidence: Evidence, text: string): Evidence => ({
+  ...evidence,
+  codeowners: { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", text) },
+});
+
+export const withRepositoryPolicy = (evidence: Evidence, text: string): Evidence => ({
+  ...evidence,
+  repositoryPolicy: found(".forge/service-policy.toml", text),
+});
+
+export const withOrganizationPolicy = (evidence: Evidence, text: string): Evidence => ({
+  ...evidence,
+  organizationPolicy: found(".forge/service-policy.toml", text),
+});
+
+/** Repository policy delegating `paths` to the fixture App. */
+export function delegationPolicy(paths: readonly string[], extra = "", requiredApprovals = 1): string {
+  return `schema_version = 1
+enabled = true
+required_approvals = ${requiredApprovals}
+[[delegations]]
+app = "${APP_SLUG}"
+paths = [${paths.map((path) => JSON.stringify(path)).join(", ")}]
+${extra}`;
+}

@@ -1,0 +1,158 @@
+// Organization and repository policy files (DESIGN 3.1): TOML parsed with smol-toml, validated strictly with TypeBox
+// (unknown fields, wrong types and out-of-range values rejected), bounded to MAX_POLICY_FILE_BYTES, `schema_version = 1`.
+// Every error carries a location: TOML line/column for syntax errors, a field path (`delegations[0].app`) otherwise.
+// Cross-file rules (a delegation's App must be enrolled by the organization) are checked in evaluate(), which sees both.
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { parse as parseToml, TomlError } from "smol-toml";
+import {
+  MAX_DELEGATION_PATTERNS,
+  MAX_DELEGATIONS,
+  MAX_GUARDRAIL_PATTERNS,
+  MAX_POLICY_FILE_BYTES,
+  MAX_REQUIRED_APPROVALS,
+  MAX_TRUSTED_APPS,
+  MIN_REQUIRED_APPROVALS,
+} from "./bounds.ts";
+import { ownerKind } from "./codeowners.ts";
+import { compilePattern } from "./pattern.ts";
+import { utf8ByteLength } from "./utf8.ts";
+
+export interface PolicyError {
+  /** `line 3, column 7` for TOML syntax, a field path such as `delegations[0].paths[1]` for schema errors, `file` otherwise. */
+  readonly location: string;
+  readonly message: string;
+}
+
+const Slug = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,99}$" });
+const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
+const strict = { additionalProperties: false } as const;
+
+export const OrganizationPolicySchema = Type.Object(
+  {
+    schema_version: Type.Literal(1),
+    trusted_apps: Type.Optional(
+      Type.Array(Type.Object({ slug: Slug, app_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }, strict), {
+        maxItems: MAX_TRUSTED_APPS,
+      }),
+    ),
+    guardrails: Type.Optional(
+      Type.Object({ non_delegable_paths: Type.Optional(Type.Array(Pattern, { maxItems: MAX_GUARDRAIL_PATTERNS })) }, strict),
+    ),
+  },
+  strict,
+);
+
+export const RepositoryPolicySchema = Type.Object(
+  {
+    schema_version: Type.Literal(1),
+    enabled: Type.Optional(Type.Boolean()),
+    required_approvals: Type.Optional(Type.Integer({ minimum: MIN_REQUIRED_APPROVALS, maximum: MAX_REQUIRED_APPROVALS })),
+    delegations: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            app: Slug,
+            paths: Type.Array(Pattern, { minItems: 1, maxItems: MAX_DELEGATION_PATTERNS }),
+            owners: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 100 })),
+            required_label: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+          },
+          strict,
+        ),
+        { maxItems: MAX_DELEGATIONS },
+      ),
+    ),
+  },
+  strict,
+);
+
+export type OrganizationPolicy = Static<typeof OrganizationPolicySchema>;
+export type RepositoryPolicy = Static<typeof RepositoryPolicySchema>;
+
+export type PolicyParse<T> = { readonly kind: "ok"; readonly policy: T } | { readonly kind: "invalid"; readonly errors: readonly PolicyError[] };
+
+/** `/delegations/0/app` → `delegations[0].app` */
+function fieldPath(pointer: string): string {
+  if (pointer === "") return "(top level)";
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === "" ? part : `${path}.${part}`), "");
+}
+
+function readToml(text: string): { ok: true; value: unknown } | { ok: false; errors: PolicyError[] } {
+  const bytes = utf8ByteLength(text);
+  if (bytes > MAX_POLICY_FILE_BYTES) {
+    return { ok: false, errors: [{ location: "file", message: `policy file is ${bytes} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` }] };
+  }
+  try {
+    return { ok: true, value: parseToml(text, { integersAsBigInt: "asNeeded", unsafeKeyBehaviour: "throw", maxDepth: 16 }) };
+  } catch (error) {
+    if (error instanceof TomlError) {
+      const firstLine = error.message.split("\n")[0] ?? "invalid TOML";
+      return { ok: false, errors: [{ location: `line ${error.line}, column ${error.column}`, message: firstLine }] };
+    }
+    return { ok: false, errors: [{ location: "file", message: "invalid TOML" }] };
+  }
+}
+
+function schemaErrors(schema: TSchema, value: unknown): PolicyError[] {
+  if (Value.Check(schema, value)) return [];
+  const errors: PolicyError[] = [];
+  for (const error of Value.Errors(schema, value)) {
+    errors.push({ location: fieldPath(error.path), message: error.message });
+    if (errors.length >= 20) break;
+  }
+  return errors;
+}
+
+function patternErrors(patterns: readonly string[], at: string): PolicyError[] {
+  const errors: PolicyError[] = [];
+  patterns.forEach((pattern, index) => {
+    const compiled = compilePattern(pattern);
+    if (!compiled.ok) errors.push({ location: `${at}[${index}]`, message: compiled.message });
+  });
+  return errors;
+}
+
+export function parseOrganizationPolicy(text: string): PolicyParse<OrganizationPolicy> {
+  const read = readToml(text);
+  if (!read.ok) return { kind: "invalid", errors: read.errors };
+  const errors = schemaErrors(OrganizationPolicySchema, read.value);
+  if (errors.length > 0) return { kind: "invalid", errors };
+  const policy = read.value as OrganizationPolicy;
+  const seen = new Set<string>();
+  (policy.trusted_apps ?? []).forEach((app, index) => {
+    if (seen.has(app.slug)) errors.push({ location: `trusted_apps[${index}].slug`, message: `App '${app.slug}' is enrolled twice` });
+    seen.add(app.slug);
+  });
+  errors.push(...patternErrors(policy.guardrails?.non_delegable_paths ?? [], "guardrails.non_delegable_paths"));
+  return errors.length > 0 ? { kind: "invalid", errors } : { kind: "ok", policy };
+}
+
+export function parseRepositoryPolicy(text: string): PolicyParse<RepositoryPolicy> {
+  const read = readToml(text);
+  if (!read.ok) return { kind: "invalid", errors: read.errors };
+  const errors = schemaErrors(RepositoryPolicySchema, read.value);
+  if (errors.length > 0) return { kind: "invalid", errors };
+  const policy = read.value as RepositoryPolicy;
+  (policy.delegations ?? []).forEach((delegation, index) => {
+    errors.push(...patternErrors(delegation.paths, `delegations[${index}].paths`));
+    (delegation.owners ?? []).forEach((owner, ownerIndex) => {
+      if (ownerKind(owner) === null) {
+        errors.push({ location: `delegations[${index}].owners[${ownerIndex}]`, message: `invalid owner '${owner}'` });
+      }
+    });
+  });
+  return errors.length > 0 ? { kind: "invalid", errors } : { kind: "ok", policy };
+}
+
+/**
+ * Whether a repository policy text says `enabled = false` at the top level, read even when the rest of the file is invalid:
+ * a repository that opted out gets no managed check, whatever else its file contains.
+ */
+export function repositoryPolicyOptsOut(text: string): boolean {
+  const read = readToml(text);
+  return read.ok && typeof read.value === "object" && read.value !== null && (read.value as { enabled?: unknown }).enabled === false;
+}
