@@ -8,6 +8,7 @@
 // started), and with ControllerError when it certainly did not (other 4xx, redirects and other statuses, failures
 // before the request started, invalid arguments).
 
+import fs from "node:fs";
 import { AmbiguousMutationError, ControllerError, type FailureReason } from "./errors.ts";
 import { exchange, type ExchangeOutcome, type RequestBody } from "./https-exchange.ts";
 import { headerValue } from "./http-response.ts";
@@ -84,6 +85,8 @@ interface Call {
   contentType?: string;
   mutation: boolean;
   expectedStatus: 200 | 201;
+  /** Status and request ID of the successful answer, for errors raised by the additional checks. */
+  answered?: { status: number; requestId?: string };
 }
 
 function failure(mutation: boolean, ambiguous: boolean, call: Call, reason: FailureReason, extra: Partial<{ status: number; requestId: string; detail: string }> = {}): Error {
@@ -115,6 +118,7 @@ function classify(call: Call, outcome: ExchangeOutcome): JsonValue {
       return fail(failure(m, false, call, "status", extra));
     }
     case "success":
+      call.answered = ids(outcome.head);
       try {
         return parseStrictJson(outcome.body);
       } catch (e) {
@@ -248,6 +252,14 @@ export class ReleaseClient {
       throw new ControllerError({ reason: "invalid-argument", detail: "upload URL does not match the trusted template" });
     }
     const a = checkAsset(asset);
+    // Before the request starts, so a wrong descriptor is not an ambiguous failure. fstat neither moves nor closes it.
+    let isFile = false;
+    try {
+      isFile = fs.fstatSync(a.fd).isFile();
+    } catch {
+      isFile = false;
+    }
+    if (!isFile) throw new ControllerError({ reason: "invalid-argument", detail: "asset fd must be an open regular file" });
     const call: Call = {
       method: "POST",
       base: this.#upload,
@@ -317,7 +329,7 @@ export class ReleaseClient {
   }
 
   #invalid(call: Call, detail: string): Error {
-    return failure(call.mutation, true, call, "invalid-response", { detail });
+    return failure(call.mutation, true, call, "invalid-response", { ...call.answered, detail });
   }
 
   #object(call: Call, value: JsonValue): JsonObject {

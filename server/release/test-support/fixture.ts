@@ -3,7 +3,7 @@
 import { expect } from "bun:test";
 import { AmbiguousMutationError, ControllerError, type FailureReason } from "../errors.ts";
 import { ReleaseClient, type ReleaseClientOptions } from "../release-client.ts";
-import type { RawForge } from "./raw-forge.ts";
+import { startSilentPeer, type RawForge } from "./raw-forge.ts";
 
 export const TOKEN = "ghs_TestTokenThatMustNeverLeak0123456789";
 export const REPOSITORY = "octo-org/release-target";
@@ -47,4 +47,19 @@ export async function expectAmbiguous(promise: Promise<unknown>, reason: Failure
   expect(e.reason).toBe(reason);
   if (status !== undefined) expect(e.status).toBe(status);
   return e as AmbiguousMutationError;
+}
+
+/**
+ * Runs `body` with a client pointed at a silent TCP peer used by nothing else, then asserts that no connection was
+ * ever opened: the calls in `body` must all be refused before any I/O.
+ */
+export async function expectNoConnection(caPem: string, body: (client: ReleaseClient, baseUrl: string) => Promise<void>): Promise<void> {
+  const peer = await startSilentPeer();
+  try {
+    const client = new ReleaseClient({ token: TOKEN, repository: REPOSITORY, apiUrl: peer.url, uploadUrl: `${peer.url}/uploads`, timeoutSeconds: 0.3, ca: caPem });
+    await body(client, peer.url);
+    expect(peer.connections).toBe(0);
+  } finally {
+    await peer.stop();
+  }
 }

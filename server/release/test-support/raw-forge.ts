@@ -6,6 +6,8 @@ import tls from "node:tls";
 import { makeTestPki, type TestPki } from "./pki.ts";
 
 export interface CapturedRequest {
+  /** Sequence number of the TLS connection that carried this request. */
+  connection: number;
   method: string;
   target: string;
   path: string;
@@ -21,7 +23,7 @@ export const REQUEST_ID = "C0DE:1234:ABCD";
 
 export class RawForge {
   readonly requests: CapturedRequest[] = [];
-  connections = 0;
+  private connectionCount = 0;
   /** Called once the whole request (head and Content-Length body) has arrived. */
   respond: Responder = (_req, socket) => sendJson(socket, 404, { message: "Not Found" });
   /** When set, called as soon as the request head has arrived, before its body (the body is then not collected). */
@@ -48,7 +50,6 @@ export class RawForge {
 
   reset(): void {
     this.requests.length = 0;
-    this.connections = 0;
     this.respond = (_req, socket) => sendJson(socket, 404, { message: "Not Found" });
     this.onHead = undefined;
   }
@@ -59,7 +60,7 @@ export class RawForge {
   }
 
   private accept(socket: tls.TLSSocket): void {
-    this.connections++;
+    const connection = ++this.connectionCount;
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
     socket.on("error", () => {});
@@ -82,6 +83,7 @@ export class RawForge {
         }
         const q = target.indexOf("?");
         req = {
+          connection,
           method,
           target,
           path: q < 0 ? target : target.slice(0, q),
@@ -130,20 +132,38 @@ export function sendRaw(socket: tls.TLSSocket, ...parts: Array<string | Uint8Arr
 }
 
 /** A TCP peer that accepts connections and never speaks: the TLS handshake stalls. */
-export async function startSilentPeer(): Promise<{ port: number; stop(): Promise<void> }> {
+export interface SilentPeer {
+  port: number;
+  url: string;
+  /** TCP connections accepted so far. */
+  connections: number;
+  stop(): Promise<void>;
+}
+
+export async function startSilentPeer(): Promise<SilentPeer> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((s) => {
+    peer.connections++;
     sockets.add(s);
     s.on("error", () => {});
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
+  const port = (server.address() as net.AddressInfo).port;
+  const peer: SilentPeer = {
+    port,
+    url: `https://127.0.0.1:${port}`,
+    connections: 0,
     async stop() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return peer;
+}
+
+/** Distinct connections that carried the captured requests. */
+export function connectionsUsed(forge: RawForge): number {
+  return new Set(forge.requests.map((r) => r.connection)).size;
 }
 
 export { makeTestPki };
