@@ -1,0 +1,310 @@
+// Simulator control: every state change tests and the demo make, each followed by the webhooks the forge would send.
+import { createPublicKey, randomBytes } from "node:crypto";
+import { makeCommit } from "./git.ts";
+import {
+  ForgeState, type Account, type CheckRun, type ForgeApp, type Installation, type PullRequest, type RepoPermission,
+  type Repository, type Review, type Team, type TeamRepoPermission,
+} from "./model.ts";
+import { appJson, checkRunJson, installationJson, pullJson, repositoryJson, reviewJson, userJson } from "./shapes.ts";
+import { deliverWebhook, type WebhookDelivery } from "./webhooks.ts";
+
+export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
+export const DEFAULT_APP_EVENTS = ["check_run", "installation_target", "label", "member", "membership", "organization", "pull_request", "pull_request_review", "push", "repository", "team", "team_add"];
+
+export class ControlError extends Error {
+  constructor(readonly status: number, message: string) { super(message); }
+}
+
+export interface ControlOptions { baseUrl: () => string; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number }
+
+export class SimulatorControl {
+  readonly deliveries: WebhookDelivery[] = [];
+  private clock = Date.parse("2026-01-01T00:00:00Z");
+
+  constructor(readonly state: ForgeState, private readonly options: ControlOptions) {}
+
+  now(): string { this.clock += 1000; return new Date(this.clock).toISOString(); }
+
+  setWebhookTarget(target: { url?: string; secret?: string }): void {
+    this.options.webhookUrl = target.url;
+    this.options.webhookSecret = target.secret;
+  }
+
+  createOrganization(args: { login: string }): Account { return this.createAccount(args.login, "Organization"); }
+  createUser(args: { login: string }): Account { return this.createAccount(args.login, "User"); }
+
+  private createAccount(login: string, type: Account["type"]): Account {
+    const existing = this.state.account(login);
+    if (existing) return existing;
+    const account: Account = { id: this.state.nextId("account"), login, type };
+    this.state.accounts.set(login.toLowerCase(), account);
+    return account;
+  }
+
+  createApp(args: { slug: string; name?: string; owner?: string; publicKeyPem: string; permissions?: Record<string, string>; events?: string[]; webhookUrl?: string; webhookSecret?: string }): ForgeApp {
+    if (this.state.appBySlug(args.slug)) throw new ControlError(422, "slug taken");
+    const owner = args.owner ?? args.slug;
+    if (!this.state.account(owner)) this.createOrganization({ login: owner });
+    const app: ForgeApp = {
+      id: this.state.nextId("app"), slug: args.slug, name: args.name ?? args.slug, ownerLogin: owner,
+      publicKey: createPublicKey(args.publicKeyPem), permissions: args.permissions ?? { ...DEFAULT_APP_PERMISSIONS },
+      events: args.events ?? DEFAULT_APP_EVENTS, clientId: `Iv1.${randomBytes(8).toString("hex")}`,
+      webhookUrl: args.webhookUrl, webhookSecret: args.webhookSecret, createdAt: this.now(),
+    };
+    this.state.apps.set(app.id, app);
+    this.createAccount(`${app.slug}[bot]`, "Bot");
+    return app;
+  }
+
+  createInstallation(args: { appId: number; account: string; repositories?: string[]; permissions?: Record<string, string> }): Installation {
+    const app = this.mustApp(args.appId);
+    if (!this.state.account(args.account)) throw new ControlError(404, "no such account");
+    const inst: Installation = {
+      id: this.state.nextId("installation"), appId: app.id, accountLogin: args.account,
+      repositorySelection: args.repositories ? "selected" : "all",
+      repositoryIds: new Set((args.repositories ?? []).map((name) => this.mustRepo(args.account, name).id)),
+      permissions: args.permissions ?? { ...app.permissions }, suspendedAt: null, createdAt: this.now(),
+    };
+    this.state.installations.set(inst.id, inst);
+    return inst;
+  }
+
+  async suspendInstallation(args: { installationId: number; suspended: boolean }): Promise<void> {
+    const inst = this.state.installations.get(args.installationId);
+    if (!inst) throw new ControlError(404, "no such installation");
+    inst.suspendedAt = args.suspended ? this.now() : null;
+    for (const [token, t] of this.state.tokens) if (t.installationId === inst.id) this.state.tokens.delete(token);
+  }
+
+  createRepository(args: { owner: string; name: string; defaultBranch?: string; private?: boolean; files?: Record<string, string> }): Repository {
+    if (!this.state.account(args.owner)) throw new ControlError(404, "no such owner");
+    if (this.state.repo(args.owner, args.name)) throw new ControlError(422, "repository exists");
+    const at = this.now();
+    const commit = makeCommit(this.state, null, args.files ?? { "README.md": `# ${args.name}\n` }, "Initial commit", at);
+    const branch = args.defaultBranch ?? "main";
+    const repo: Repository = {
+      id: this.state.nextId("repo"), ownerLogin: args.owner, name: args.name, private: args.private ?? true, archived: false,
+      defaultBranch: branch, branches: new Map([[branch, commit.sha]]), collaborators: new Map(), pulls: new Map(), nextNumber: 1,
+      createdAt: at, pushedAt: at,
+    };
+    this.state.repos.set(this.state.repoKey(args.owner, args.name), repo);
+    return repo;
+  }
+
+  async setRepository(args: { owner: string; repo: string; archived?: boolean; defaultBranch?: string }): Promise<Repository> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    if (args.archived !== undefined) repo.archived = args.archived;
+    if (args.defaultBranch !== undefined) {
+      if (!repo.branches.has(args.defaultBranch)) throw new ControlError(422, "no such branch");
+      repo.defaultBranch = args.defaultBranch;
+    }
+    return repo;
+  }
+
+  /** Commits `files` (path → content, null deletes) on `branch`, created from `from` (default branch) when missing; sends push. */
+  async commit(args: { owner: string; repo: string; branch: string; files: Record<string, string | null>; from?: string; message?: string; sender?: string }): Promise<{ sha: string; before: string }> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const from = repo.branches.get(args.branch) ?? repo.branches.get(args.from ?? repo.defaultBranch);
+    if (!from) throw new ControlError(422, "no base branch");
+    const before = repo.branches.get(args.branch) ?? "0".repeat(40);
+    const at = this.now();
+    const commit = makeCommit(this.state, from, args.files, args.message ?? "Update files", at);
+    repo.branches.set(args.branch, commit.sha);
+    repo.pushedAt = at;
+    await this.emit(repo, "push", () => ({
+      ref: `refs/heads/${args.branch}`, before, after: commit.sha, created: before === "0".repeat(40), deleted: false, forced: false,
+      base_ref: null, compare: `${this.base}/html/${repo.ownerLogin}/${repo.name}/compare/${before}...${commit.sha}`,
+      commits: [{ id: commit.sha, message: commit.message, timestamp: at }], head_commit: { id: commit.sha, message: commit.message, timestamp: at },
+      pusher: { name: args.sender ?? repo.ownerLogin }, sender: this.userBody(args.sender ?? repo.ownerLogin),
+    }));
+    for (const pr of repo.pulls.values()) {
+      if (pr.state === "open" && pr.headRef === args.branch && pr.headSha !== commit.sha) {
+        pr.headSha = commit.sha;
+        pr.baseSha = repo.branches.get(pr.baseRef) ?? pr.baseSha;
+        pr.updatedAt = at;
+        await this.emitPull(repo, pr, "synchronize", { before, after: commit.sha }, args.sender);
+      }
+    }
+    return { sha: commit.sha, before };
+  }
+
+  async openPullRequest(args: { owner: string; repo: string; head: string; base?: string; title?: string; author: string; draft?: boolean }): Promise<PullRequest> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const baseRef = args.base ?? repo.defaultBranch;
+    const headSha = repo.branches.get(args.head);
+    const baseSha = repo.branches.get(baseRef);
+    if (!headSha || !baseSha) throw new ControlError(422, "no such branch");
+    if (!this.state.account(args.author)) this.createUser({ login: args.author });
+    const at = this.now();
+    const pr: PullRequest = {
+      id: this.state.nextId("pull"), number: repo.nextNumber++, title: args.title ?? `Change ${args.head}`, authorLogin: args.author,
+      state: "open", draft: args.draft ?? false, headRef: args.head, headSha, baseRef, baseSha, labels: [], reviews: [],
+      createdAt: at, updatedAt: at, closedAt: null,
+    };
+    repo.pulls.set(pr.number, pr);
+    await this.emitPull(repo, pr, "opened", {}, args.author);
+    return pr;
+  }
+
+  /** Pushes a new head commit to the pull request's head branch (sends push and pull_request synchronize). */
+  async pushToPullRequest(args: { owner: string; repo: string; number: number; files: Record<string, string | null>; message?: string }): Promise<{ sha: string }> {
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    return this.commit({ owner: args.owner, repo: args.repo, branch: pr.headRef, files: args.files, message: args.message, sender: pr.authorLogin });
+  }
+
+  async submitReview(args: { owner: string; repo: string; number: number; user: string; state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED"; commitId?: string; body?: string }): Promise<Review> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    if (!this.state.account(args.user)) this.createUser({ login: args.user });
+    const review: Review = {
+      id: this.state.nextId("review"), userLogin: args.user, state: args.state, commitId: args.commitId ?? pr.headSha,
+      body: args.body ?? "", submittedAt: this.now(),
+    };
+    pr.reviews.push(review);
+    await this.emit(repo, "pull_request_review", () => ({
+      action: "submitted", review: reviewJson(this.base, this.state, repo, pr, review), pull_request: this.pullBody(repo, pr),
+      sender: this.userBody(args.user),
+    }));
+    return review;
+  }
+
+  async dismissReview(args: { owner: string; repo: string; number: number; reviewId: number }): Promise<Review> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    const review = pr.reviews.find((r) => r.id === args.reviewId);
+    if (!review) throw new ControlError(404, "no such review");
+    review.state = "DISMISSED";
+    await this.emit(repo, "pull_request_review", () => ({
+      action: "dismissed", review: reviewJson(this.base, this.state, repo, pr, review), pull_request: this.pullBody(repo, pr),
+      sender: this.userBody(repo.ownerLogin),
+    }));
+    return review;
+  }
+
+  async label(args: { owner: string; repo: string; number: number; name: string; remove?: boolean }): Promise<PullRequest> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    const key = `${repo.id}/${args.name}`;
+    const id = this.state.labelIds.get(key) ?? this.state.nextId("label");
+    this.state.labelIds.set(key, id);
+    const label = { id, name: args.name, color: "ededed" };
+    const has = pr.labels.some((l) => l.name === args.name);
+    if (args.remove) { if (!has) return pr; pr.labels = pr.labels.filter((l) => l.name !== args.name); }
+    else { if (has) return pr; pr.labels.push(label); }
+    pr.updatedAt = this.now();
+    await this.emitPull(repo, pr, args.remove ? "unlabeled" : "labeled", { label: { id, node_id: "", url: "", name: args.name, color: "ededed", default: false, description: null } });
+    return pr;
+  }
+
+  async setPullRequestState(args: { owner: string; repo: string; number: number; state: "open" | "closed"; draft?: boolean }): Promise<PullRequest> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    if (args.draft !== undefined && args.draft !== pr.draft) {
+      pr.draft = args.draft;
+      await this.emitPull(repo, pr, args.draft ? "converted_to_draft" : "ready_for_review", {});
+    }
+    if (args.state !== pr.state) {
+      pr.state = args.state;
+      pr.closedAt = args.state === "closed" ? this.now() : null;
+      await this.emitPull(repo, pr, args.state === "closed" ? "closed" : "reopened", {});
+    }
+    return pr;
+  }
+
+  setCollaborator(args: { owner: string; repo: string; user: string; permission: RepoPermission | null }): void {
+    const repo = this.mustRepo(args.owner, args.repo);
+    if (!this.state.account(args.user)) this.createUser({ login: args.user });
+    if (args.permission === null) repo.collaborators.delete(args.user.toLowerCase());
+    else repo.collaborators.set(args.user.toLowerCase(), args.permission);
+  }
+
+  setOrgMembership(args: { org: string; user: string; state: "active" | "pending" | null; role?: "member" | "admin" }): void {
+    if (!this.state.account(args.user)) this.createUser({ login: args.user });
+    const key = args.org.toLowerCase();
+    const members = this.state.memberships.get(key) ?? new Map();
+    this.state.memberships.set(key, members);
+    if (args.state === null) members.delete(args.user.toLowerCase());
+    else members.set(args.user.toLowerCase(), { state: args.state, role: args.role ?? "member" });
+  }
+
+  createTeam(args: { org: string; slug: string; name?: string; privacy?: "closed" | "secret" }): Team {
+    if (this.state.account(args.org)?.type !== "Organization") throw new ControlError(404, "no such organization");
+    const team: Team = {
+      id: this.state.nextId("team"), orgLogin: args.org, slug: args.slug, name: args.name ?? args.slug, privacy: args.privacy ?? "closed",
+      repos: new Map(), members: new Map(), createdAt: this.now(),
+    };
+    this.state.teams.set(`${args.org.toLowerCase()}/${args.slug.toLowerCase()}`, team);
+    return team;
+  }
+
+  setTeam(args: { org: string; team: string; privacy: "closed" | "secret" }): void { this.mustTeam(args.org, args.team).privacy = args.privacy; }
+
+  setTeamRepository(args: { org: string; team: string; owner: string; repo: string; permission: TeamRepoPermission | null }): void {
+    const team = this.mustTeam(args.org, args.team);
+    const repo = this.mustRepo(args.owner, args.repo);
+    if (args.permission === null) team.repos.delete(repo.id);
+    else team.repos.set(repo.id, args.permission);
+  }
+
+  setTeamMembership(args: { org: string; team: string; user: string; state: "active" | "pending" | null; role?: "member" | "maintainer" }): void {
+    const team = this.mustTeam(args.org, args.team);
+    if (!this.state.account(args.user)) this.createUser({ login: args.user });
+    if (args.state === null) team.members.delete(args.user.toLowerCase());
+    else team.members.set(args.user.toLowerCase(), { state: args.state, role: args.role ?? "member" });
+  }
+
+  checkRuns(args: { owner: string; repo: string; headSha?: string }): ReturnType<typeof checkRunJson>[] {
+    const repo = this.mustRepo(args.owner, args.repo);
+    return [...this.state.checkRuns.values()]
+      .filter((r) => r.repoId === repo.id && (!args.headSha || r.headSha === args.headSha))
+      .map((r) => checkRunJson(this.base, this.state, repo, r));
+  }
+
+  async rerequestCheckRun(args: { checkRunId: number; sender?: string }): Promise<void> {
+    const run = this.state.checkRuns.get(args.checkRunId);
+    if (!run) throw new ControlError(404, "no such check run");
+    const repo = this.state.repoById(run.repoId)!;
+    await this.emit(repo, "check_run", () => ({ action: "rerequested", check_run: checkRunJson(this.base, this.state, repo, run), sender: this.userBody(args.sender ?? repo.ownerLogin) }),
+      (inst) => inst.appId === run.appId);
+  }
+
+  mintManifestCode(args: { manifest?: Record<string, unknown>; owner?: string }): { code: string } {
+    const code = randomBytes(10).toString("hex");
+    this.state.manifestCodes.set(code, { ...(args.manifest ?? {}), __owner: args.owner ?? "" });
+    return { code };
+  }
+
+  /** Sends `event` to every non-suspended installation that can see `repo` (optionally filtered), with GitHub-like common fields. */
+  async emit(repo: Repository, event: string, build: () => Record<string, unknown>, filter?: (i: Installation) => boolean): Promise<void> {
+    const targets = this.state.installationsFor(repo).filter((i) => i.suspendedAt === null && (!filter || filter(i)));
+    const owner = this.state.account(repo.ownerLogin);
+    await Promise.all(targets.map(async (inst) => {
+      const app = this.state.apps.get(inst.appId)!;
+      const payload = {
+        ...build(), repository: repositoryJson(this.base, this.state, repo),
+        ...(owner?.type === "Organization" ? { organization: { login: owner.login, id: owner.id } } : {}),
+        installation: { id: inst.id, node_id: Buffer.from(`Installation:${inst.id}`).toString("base64") },
+      };
+      const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null };
+      this.deliveries.push(await deliverWebhook(target, event, payload, inst.id, this.options.webhookTimeoutMs ?? 5000));
+    }));
+  }
+
+  private emitPull(repo: Repository, pr: PullRequest, action: string, extra: Record<string, unknown>, sender?: string): Promise<void> {
+    return this.emit(repo, "pull_request", () => ({ action, number: pr.number, pull_request: this.pullBody(repo, pr), ...extra, sender: this.userBody(sender ?? pr.authorLogin) }));
+  }
+
+  private pullBody(repo: Repository, pr: PullRequest) { return pullJson(this.base, this.state, repo, pr); }
+  private userBody(login: string) { const a = this.state.account(login); return a ? userJson(this.base, a) : { login }; }
+  get base(): string { return this.options.baseUrl(); }
+
+  appJson(app: ForgeApp) { return appJson(this.base, this.state, app); }
+  installationJson(inst: Installation) { return installationJson(this.base, this.state, inst); }
+
+  mustApp(id: number): ForgeApp { const a = this.state.apps.get(id); if (!a) throw new ControlError(404, "no such app"); return a; }
+  mustRepo(owner: string, name: string): Repository { const r = this.state.repo(owner, name); if (!r) throw new ControlError(404, "no such repository"); return r; }
+  mustPull(owner: string, name: string, n: number): PullRequest { const p = this.mustRepo(owner, name).pulls.get(n); if (!p) throw new ControlError(404, "no such pull request"); return p; }
+  mustTeam(org: string, slug: string): Team { const t = this.state.team(org, slug); if (!t) throw new ControlError(404, "no such team"); return t; }
+}
+
+export type { CheckRun };

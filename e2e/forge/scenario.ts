@@ -1,0 +1,77 @@
+// A base fixture for tests and the demo: one organization with our App installed, a target repository with CODEOWNERS and
+// policy at the base commit, an organization policy repository, teams, collaborators and a trusted review App. Tests tweak it.
+import { createSign, generateKeyPairSync } from "node:crypto";
+import type { ForgeSimulator } from "./simulator.ts";
+
+export interface AppKeys { privateKey: string; publicKey: string }
+
+/** An RSA key pair in PKCS#1 PEM, the format the forge's App settings page downloads. */
+export function generateAppKeys(): AppKeys {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048, publicKeyEncoding: { type: "pkcs1", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" },
+  });
+  return { privateKey, publicKey };
+}
+
+export interface Scenario {
+  org: string; repo: string; appId: number; appSlug: string; installationId: number; privateKey: string;
+  botSlug: string; botAppId: number; pullNumber: number; headSha: string; baseSha: string;
+}
+
+export const POLICY_PATH = ".forge/service-policy.toml";
+
+export interface ScenarioOptions {
+  keys: AppKeys;
+  /** Files changed by the pull request besides the fixed ones (path → content). */
+  extraFiles?: number;
+  renames?: number;
+  reviewers?: string[];
+}
+
+export async function createScenario(sim: ForgeSimulator, options: ScenarioOptions): Promise<Scenario> {
+  const c = sim.control;
+  const org = "acme";
+  c.createOrganization({ login: org });
+  const app = c.createApp({ slug: "approval-service", owner: org, publicKeyPem: options.keys.publicKey });
+  const bot = c.createApp({ slug: "docs-review-bot", owner: "bot-vendor", publicKeyPem: options.keys.publicKey });
+  for (const login of ["alice", "bob", "carol", "dave", "erin"]) { c.createUser({ login }); c.setOrgMembership({ org, user: login, state: "active" }); }
+  const renamed: Record<string, string> = {};
+  for (let i = 0; i < (options.renames ?? 0); i++) renamed[`src/old/module-${i}.ts`] = `export const m${i} = ${i};\n`;
+  c.createRepository({
+    owner: org, name: "web", files: {
+      ".forge/CODEOWNERS": "* @acme/core\n/docs/ @acme/docs @alice\n/src/ @bob @acme/core\n",
+      [POLICY_PATH]: "schema_version = 1\nenabled = true\n[[delegations]]\napp = \"docs-review-bot\"\npaths = [\"docs/**\"]\n",
+      "README.md": "# web\n", ...renamed,
+    },
+  });
+  c.createRepository({ owner: org, name: ".forge", files: { [POLICY_PATH]: `schema_version = 1\n[[trusted_apps]]\nslug = "docs-review-bot"\napp_id = ${bot.id}\n` } });
+  for (const login of ["alice", "bob"]) c.setCollaborator({ owner: org, repo: "web", user: login, permission: "write" });
+  c.setCollaborator({ owner: org, repo: "web", user: "carol", permission: "read" });
+  c.createTeam({ org, slug: "core", privacy: "closed" });
+  c.createTeam({ org, slug: "docs", privacy: "secret" });
+  c.setTeamRepository({ org, team: "core", owner: org, repo: "web", permission: "push" });
+  c.setTeamRepository({ org, team: "docs", owner: org, repo: "web", permission: "pull" });
+  c.setTeamMembership({ org, team: "core", user: "dave", state: "active" });
+  c.setTeamMembership({ org, team: "core", user: "erin", state: "pending" });
+  c.setTeamMembership({ org, team: "docs", user: "carol", state: "active" });
+  const installation = c.createInstallation({ appId: app.id, account: org });
+  c.createInstallation({ appId: bot.id, account: org, repositories: ["web"] });
+
+  const files: Record<string, string | null> = { "docs/guide.md": "# Guide\nnew\n", "src/index.ts": "export {};\n" };
+  for (let i = 0; i < (options.extraFiles ?? 0); i++) files[`src/generated/file-${String(i).padStart(4, "0")}.ts`] = `export const v${i} = ${i};\n`;
+  for (const [path, content] of Object.entries(renamed)) { files[path] = null; files[path.replace("/old/", "/new/")] = content; }
+  await c.commit({ owner: org, repo: "web", branch: "feature", files, sender: "erin" });
+  const pr = await c.openPullRequest({ owner: org, repo: "web", head: "feature", author: "erin", title: "Feature" });
+  for (const user of options.reviewers ?? []) await c.submitReview({ owner: org, repo: "web", number: pr.number, user, state: "APPROVED" });
+  return {
+    org, repo: "web", appId: app.id, appSlug: app.slug, installationId: installation.id, privateKey: options.keys.privateKey,
+    botSlug: bot.slug, botAppId: bot.id, pullNumber: pr.number, headSha: pr.headSha, baseSha: pr.baseSha,
+  };
+}
+
+/** An App JWT as the forge expects it (RS256, iat 30 s in the past, 10 minutes), for tests that call the simulator directly. */
+export function mintAppJwt(appId: number, privateKey: string, nowSeconds = Math.floor(Date.now() / 1000)): string {
+  const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  const head = `${enc({ alg: "RS256", typ: "JWT" })}.${enc({ iat: nowSeconds - 30, exp: nowSeconds + 570, iss: appId })}`;
+  return `${head}.${createSign("RSA-SHA256").update(head).sign(privateKey).toString("base64url")}`;
+}

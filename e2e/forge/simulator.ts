@@ -1,0 +1,169 @@
+// The forge simulator: a real HTTP server on loopback that speaks the forge REST shapes the service uses (DESIGN 7).
+//   startForgeSimulator({ port?, webhookUrl?, webhookSecret? }) → { url, stop(), control, faults, requests, tokenRequests }
+// Auth: App JWT (RS256, verified with the App's public key) for /app routes; installation tokens (ghs_…) for everything else,
+// each checked against the permissions requested when it was issued. Faults are injected per route (see faults.ts).
+import { ControlError, SimulatorControl } from "./control.ts";
+import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
+import { FaultTable, type Fault } from "./faults.ts";
+import { verifyAppJwt } from "./jwt.ts";
+import { ForgeState } from "./model.ts";
+import { HttpFail, ROUTES, type Auth, type Ctx, type Result, type Route, type TokenRequest } from "./rest.ts";
+
+export interface ForgeSimulatorOptions { port?: number; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number }
+
+export interface ForgeSimulator {
+  url: string;
+  control: SimulatorControl;
+  faults: FaultTable;
+  requests: RequestRecord[];
+  tokenRequests: TokenRequest[];
+  injectFault(fault: Fault): number;
+  stop(): Promise<void>;
+}
+
+const LEVEL: Record<string, number> = { read: 1, write: 2, admin: 3 };
+
+interface Compiled { route: Route; re: RegExp; names: string[] }
+
+const COMPILED: Compiled[] = ROUTES.map((route) => {
+  const names: string[] = [];
+  const source = route.path.replace(/\{(\w+)\}/g, (_m, name: string) => { names.push(name); return name === "path" ? "(.+)" : "([^/]+)"; });
+  return { route, re: new RegExp(`^${source}$`), names };
+});
+
+export function matchRoute(method: string, pathname: string): { route: Route; params: Record<string, string> } | undefined {
+  for (const c of COMPILED) {
+    if (c.route.method !== method) continue;
+    const m = c.re.exec(pathname);
+    if (!m) continue;
+    const params: Record<string, string> = {};
+    c.names.forEach((n, i) => { params[n] = decodeURIComponent(m[i + 1]!); });
+    return { route: c.route, params };
+  }
+  return undefined;
+}
+
+export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeSimulator {
+  const state = new ForgeState();
+  const faults = new FaultTable();
+  const requests: RequestRecord[] = [];
+  const tokenRequests: TokenRequest[] = [];
+  let base = "";
+  const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs });
+  const pending = new Set<Promise<unknown>>();
+
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: options.port ?? 0,
+    idleTimeout: 30,
+    fetch: (req) => {
+      const p = handle(req);
+      pending.add(p);
+      return p.finally(() => pending.delete(p));
+    },
+  });
+  base = `http://127.0.0.1:${server.port}`;
+
+  async function handle(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    if (url.pathname.startsWith("/_control/")) return handleControl(req, url.pathname.slice("/_control/".length));
+    const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none" };
+    requests.push(record);
+    const page = Number(url.searchParams.get("page") ?? 1) || 1;
+    const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate"]);
+    if (fault?.kind === "slow") await Bun.sleep(fault.delayMs ?? 1000);
+    if (fault?.kind === "reset") {
+      record.status = -1;
+      return new Response(new ReadableStream({ async pull(c) { await Bun.sleep(1); c.error(undefined); } }), { headers: { "content-type": "application/json" } });
+    }
+    if (fault?.kind === "status") return respond(record, { status: fault.status ?? 502, body: { message: "Server Error" } });
+    if (fault?.kind === "rate_limit") {
+      const reset = Math.floor(Date.now() / 1000) + (fault.resetInSeconds ?? 60);
+      const headers: Record<string, string> = { "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset), "x-ratelimit-used": "5000", "x-ratelimit-resource": "core" };
+      if (fault.retryAfterSeconds !== undefined) headers["retry-after"] = String(fault.retryAfterSeconds);
+      return respond(record, { status: fault.status ?? 403, body: { message: "API rate limit exceeded", documentation_url: "https://docs.github.com/rest/rate-limit" }, headers });
+    }
+    let result: Result;
+    try {
+      result = await route(req, url, record);
+    } catch (error) {
+      if (error instanceof HttpFail) result = { status: error.status, body: { message: error.message, status: String(error.status) } };
+      else throw error;
+    }
+    const response = respond(record, result);
+    if (fault?.kind === "truncate") {
+      const text = await response.text();
+      return new Response(text.slice(0, Math.floor(text.length / 2)), { status: response.status, headers: response.headers });
+    }
+    return response;
+  }
+
+  async function route(req: Request, url: URL, record: RequestRecord): Promise<Result> {
+    const match = matchRoute(req.method, url.pathname);
+    if (!match) throw new HttpFail(404, "Not Found");
+    const auth = authenticate(req, match.route);
+    record.auth = auth.kind;
+    if (match.route.permission && auth.kind === "token") {
+      const [name, level] = match.route.permission;
+      if ((LEVEL[auth.token.permissions[name] ?? ""] ?? 0) < LEVEL[level]!) throw new HttpFail(403, "Resource not accessible by integration");
+    }
+    let body: unknown;
+    if (req.method !== "GET") {
+      const text = await req.text();
+      try { body = text ? JSON.parse(text) : undefined; } catch { throw new HttpFail(400, "Problems parsing JSON"); }
+    }
+    const ctx: Ctx = { req, url, params: match.params, auth, control, faults, base, body, tokenRequests };
+    return match.route.handle(ctx);
+  }
+
+  function authenticate(req: Request, route: Route): Auth {
+    const header = req.headers.get("authorization") ?? "";
+    const [scheme = "", credential = ""] = header.split(" ");
+    if (route.auth === "jwt") {
+      if (scheme.toLowerCase() !== "bearer") throw new HttpFail(401, "A JSON web token could not be decoded");
+      const result = verifyAppJwt(state, credential, Math.floor(Date.now() / 1000));
+      if (!result.ok) throw new HttpFail(401, result.message);
+      return { kind: "jwt", app: result.app };
+    }
+    if (!header && route.auth === "optional") return { kind: "none" };
+    const token = state.tokens.get(credential);
+    if (!token || !["token", "bearer"].includes(scheme.toLowerCase()) || token.expiresAt <= Date.now()) throw new HttpFail(401, "Bad credentials");
+    const installation = state.installations.get(token.installationId);
+    if (!installation) throw new HttpFail(401, "Bad credentials");
+    if (installation.suspendedAt) throw new HttpFail(403, "This installation has been suspended");
+    return { kind: "token", token, installation };
+  }
+
+  function respond(record: RequestRecord, result: Result): Response {
+    record.status = result.status;
+    const headers: Record<string, string> = {
+      "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
+      "x-ratelimit-used": "1", "x-ratelimit-resource": "core", "x-github-request-id": crypto.randomUUID(), ...result.headers,
+    };
+    if (result.body === undefined) return new Response(null, { status: result.status, headers });
+    headers["content-type"] = "application/json; charset=utf-8";
+    return new Response(JSON.stringify(result.body), { status: result.status, headers });
+  }
+
+  async function handleControl(req: Request, operation: string): Promise<Response> {
+    const op = CONTROL_OPERATIONS[operation];
+    if (!op) return Response.json({ message: "unknown control operation" }, { status: 404 });
+    try {
+      const text = req.method === "GET" ? "" : await req.text();
+      const result = await op({ control, faults, requests, tokenRequests }, text ? JSON.parse(text) : {});
+      return Response.json(result ?? { ok: true }, { status: 200 });
+    } catch (error) {
+      const status = error instanceof ControlError ? error.status : 400;
+      return Response.json({ message: error instanceof Error ? error.message : "error" }, { status });
+    }
+  }
+
+  return {
+    url: base, control, faults, requests, tokenRequests,
+    injectFault: (fault) => faults.add(fault),
+    async stop() {
+      await server.stop(true);
+      await Promise.allSettled([...pending]);
+    },
+  };
+}

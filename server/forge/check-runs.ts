@@ -1,0 +1,86 @@
+// The managed check run, always bound to one exact head: found by our App ID and configured name only, created or reset to
+// in_progress, completed with a conclusion and output. Every forge answer is checked for that head and our App before use.
+import { ForgeError } from "./errors.ts";
+import type { CallOptions, Transport } from "./transport.ts";
+import { int, object, optStr, sha, str, type Json } from "./validate.ts";
+
+const LIST = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+const CREATE = "POST /repos/{owner}/{repo}/check-runs";
+const UPDATE = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}";
+
+export interface CheckTarget { installationId: number; owner: string; repo: string; headSha: string }
+export interface CheckOutput { title: string; summary: string; text?: string }
+export interface ManagedCheck { id: number; headSha: string; status: string; conclusion: string | null }
+export type CheckConclusion = "success" | "failure";
+
+function toManagedCheck(value: unknown, what: string): ManagedCheck & { appId: number | null; name: string } {
+  const run = object(value, what);
+  const app = run.app === null || run.app === undefined ? null : object(run.app, what);
+  return {
+    id: int(run, "id", what), headSha: sha(run, "head_sha", what), status: str(run, "status", what), conclusion: optStr(run, "conclusion", what),
+    appId: app ? int(app, "id", what) : null, name: str(run, "name", what),
+  };
+}
+
+function bound(value: unknown, what: string, t: Transport, checkName: string, headSha: string): ManagedCheck {
+  const run = toManagedCheck(value, what);
+  if (run.headSha !== headSha || run.appId !== t.appId || run.name !== checkName) {
+    throw new ForgeError("permanent", `${what}: the forge answered with a check run of another head, App or name`);
+  }
+  return { id: run.id, headSha: run.headSha, status: run.status, conclusion: run.conclusion };
+}
+
+/** Our managed check on exactly this head (newest if the forge lists several), or null. */
+export async function findManagedCheck(t: Transport, checkName: string, target: CheckTarget, call?: CallOptions): Promise<ManagedCheck | null> {
+  const response = await t.installation(target.installationId, LIST, {
+    owner: target.owner, repo: target.repo, ref: target.headSha, check_name: checkName, app_id: t.appId, filter: "latest", per_page: 100,
+  }, call);
+  const body = object(response.data, LIST);
+  const runs = body.check_runs;
+  if (!Array.isArray(runs)) throw new ForgeError("transient", `${LIST}: the forge sent a truncated or malformed body`);
+  let found: ManagedCheck | null = null;
+  for (const value of runs) {
+    const run = toManagedCheck(value, LIST);
+    // The query filters by name and App already; anything else the forge returns is ignored, never adopted.
+    if (run.headSha !== target.headSha || run.appId !== t.appId || run.name !== checkName) continue;
+    if (!found || run.id > found.id) found = { id: run.id, headSha: run.headSha, status: run.status, conclusion: run.conclusion };
+  }
+  return found;
+}
+
+export async function createInProgressCheck(t: Transport, checkName: string, target: CheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+  const response = await t.installation(target.installationId, CREATE, {
+    owner: target.owner, repo: target.repo, name: checkName, head_sha: target.headSha, status: "in_progress", output: outputBody(output),
+  }, call);
+  return bound(response.data, CREATE, t, checkName, target.headSha);
+}
+
+export async function setCheckInProgress(t: Transport, checkName: string, target: CheckTarget, checkRunId: number, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+  const response = await t.installation(target.installationId, UPDATE, {
+    owner: target.owner, repo: target.repo, check_run_id: checkRunId, status: "in_progress", output: outputBody(output),
+  }, call);
+  return bound(response.data, UPDATE, t, checkName, target.headSha);
+}
+
+export async function completeCheck(
+  t: Transport, checkName: string, target: CheckTarget, checkRunId: number, conclusion: CheckConclusion, output: CheckOutput, completedAt: Date, call?: CallOptions,
+): Promise<ManagedCheck> {
+  const response = await t.installation(target.installationId, UPDATE, {
+    owner: target.owner, repo: target.repo, check_run_id: checkRunId, status: "completed", conclusion,
+    completed_at: completedAt.toISOString(), output: outputBody(output),
+  }, call);
+  const run = bound(response.data, UPDATE, t, checkName, target.headSha);
+  if (run.status !== "completed" || run.conclusion !== conclusion) throw new ForgeError("permanent", `${UPDATE}: the forge did not record the conclusion`);
+  return run;
+}
+
+/** Resets the existing managed check on the head to in_progress, or creates one; returns it. */
+export async function ensureCheckInProgress(t: Transport, checkName: string, target: CheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+  const existing = await findManagedCheck(t, checkName, target, call);
+  if (existing) return setCheckInProgress(t, checkName, target, existing.id, output, call);
+  return createInProgressCheck(t, checkName, target, output, call);
+}
+
+function outputBody(output: CheckOutput): Json {
+  return { title: output.title, summary: output.summary, ...(output.text !== undefined ? { text: output.text } : {}) };
+}

@@ -1,0 +1,81 @@
+// The forge client the service is wired with (DESIGN 2, 7.1): one object over the transport, each method a forge operation the
+// service needs. Configured from plain options (server/config supplies them); it reads no environment.
+import type { Logger } from "pino";
+import type { Listed } from "../evaluation/evidence.ts";
+import * as checks from "./check-runs.ts";
+import { FileCache, readFile, type FileLocation } from "./contents.ts";
+import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
+import { listAll } from "./pagination.ts";
+import * as pulls from "./pull-requests.ts";
+import { createTransport, type CallOptions, type Transport } from "./transport.ts";
+import { int, object, str, type Json } from "./validate.ts";
+
+/** Installations listed by the reconciler (bounded like every list, DESIGN 7.1). */
+export const MAX_INSTALLATIONS = 10_000;
+/** Repositories listed per installation. */
+export const MAX_INSTALLATION_REPOSITORIES = 10_000;
+
+export interface ForgeClientOptions {
+  apiUrl: string;
+  appId: number;
+  privateKey: string;
+  requestTimeoutMs: number;
+  checkName: string;
+  logger: Logger;
+  fetch?: typeof fetch;
+  userAgent?: string;
+}
+
+export type ListResult = Listed<unknown> & { retryAfterMs?: number | null };
+
+export interface ForgeClient {
+  readonly appId: number;
+  readonly checkName: string;
+  /** GET /app (App JWT): the identity probe. */
+  getApp(call?: CallOptions): Promise<{ id: number; slug: string }>;
+  /** GET /app/installations, every page; raw items (the reconciler validates them). */
+  listInstallations(call?: CallOptions): Promise<ListResult>;
+  /** GET /installation/repositories, every page; raw repository items. */
+  listInstallationRepositories(installationId: number, call?: CallOptions): Promise<ListResult>;
+  getRepository(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<pulls.RepositoryInfo>;
+  getPullRequest(installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<pulls.PullRequestDetails>;
+  listOpenPullRequests(installationId: number, owner: string, repo: string, filter?: { base?: string; max?: number }, call?: CallOptions): ReturnType<typeof pulls.listOpenPullRequests>;
+  readFile(at: FileLocation, maxBytes: number, call?: CallOptions): ReturnType<typeof readFile>;
+  gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
+  findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
+  createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
+  setCheckInProgress(target: checks.CheckTarget, checkRunId: number, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
+  ensureCheckInProgress(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
+  completeCheck(target: checks.CheckTarget, checkRunId: number, conclusion: checks.CheckConclusion, output: checks.CheckOutput, completedAt?: Date, call?: CallOptions): Promise<checks.ManagedCheck>;
+}
+
+export function createForgeClient(options: ForgeClientOptions): ForgeClient {
+  const t: Transport = createTransport(options);
+  const cache = new FileCache();
+  const name = options.checkName;
+  return {
+    appId: options.appId,
+    checkName: name,
+    async getApp(call) {
+      const route = "GET /app";
+      const body = object((await t.app(route, {}, call)).data, route);
+      return { id: int(body, "id", route), slug: str(body, "slug", route) };
+    },
+    listInstallations: (call) => listAll((params, c) => t.app("GET /app/installations", params, c), {
+      route: "GET /app/installations", params: {}, maxItems: MAX_INSTALLATIONS, key: (item) => (item as Json | null)?.id,
+    }, call),
+    listInstallationRepositories: (installationId, call) => listAll((params, c) => t.installation(installationId, "GET /installation/repositories", params, c), {
+      route: "GET /installation/repositories", params: {}, itemsKey: "repositories", maxItems: MAX_INSTALLATION_REPOSITORIES, key: (item) => (item as Json | null)?.id,
+    }, call),
+    getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
+    getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
+    listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),
+    readFile: (at, maxBytes, call) => readFile(t, cache, at, maxBytes, call),
+    gatherEvidence: (request, gather) => gatherEvidence(t, cache, request, gather),
+    findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
+    createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
+    setCheckInProgress: (target, id, output, call) => checks.setCheckInProgress(t, name, target, id, output, call),
+    ensureCheckInProgress: (target, output, call) => checks.ensureCheckInProgress(t, name, target, output, call),
+    completeCheck: (target, id, conclusion, output, completedAt, call) => checks.completeCheck(t, name, target, id, conclusion, output, completedAt ?? new Date(), call),
+  };
+}

@@ -1,0 +1,197 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { MAX_PULL_REQUEST_FILES, MAX_REVIEWS } from "../policy/bounds.ts";
+import type { GatherResult } from "./evidence.ts";
+import { bufferLogger, clientFor, fixturePlan } from "./test-support.ts";
+
+let sim: ForgeSimulator;
+let s: Scenario;
+const keys = generateAppKeys();
+
+beforeAll(async () => {
+  sim = startForgeSimulator();
+  s = await createScenario(sim, { keys, extraFiles: 400, renames: 30, reviewers: ["alice", "dave", "carol"] });
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: s.pullNumber, user: `${s.botSlug}[bot]`, state: "APPROVED" });
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: s.pullNumber, user: "bob", state: "CHANGES_REQUESTED" });
+}, 20000);
+afterEach(() => { sim.faults.clear(); });
+afterAll(async () => { await sim.stop(); });
+
+const request = (number = s.pullNumber) => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" });
+const filesPath = (n = s.pullNumber) => `/repos/acme/web/pulls/${n}/files`;
+const reviewsPath = (n = s.pullNumber) => `/repos/acme/web/pulls/${n}/reviews`;
+
+function gathered(result: GatherResult) {
+  if (result.kind !== "gathered") throw new Error(`expected evidence, got ${result.kind}`);
+  return result;
+}
+
+describe("evidence for a realistic pull request", () => {
+  test("is complete: hundreds of files with renames, reviews, owners files at the base, teams and the trusted App", async () => {
+    const client = clientFor(sim, s);
+    sim.requests.length = 0;
+    const r = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    const e = r.evidence;
+    expect(e.pullRequest).toMatchObject({ number: s.pullNumber, headSha: s.headSha, baseSha: s.baseSha, baseRef: "main", state: "open", draft: false, changedFiles: 432 });
+    expect(e.repository).toEqual({ owner: "acme", name: "web", ownerType: "Organization" });
+    if (!e.files.complete) throw new Error(e.files.detail);
+    expect(e.files.items).toHaveLength(432);
+    const renames = e.files.items.filter((f) => f.status === "renamed");
+    expect(renames).toHaveLength(30);
+    expect(renames[0]).toEqual({ filename: "src/new/module-0.ts", status: "renamed", previousFilename: "src/old/module-0.ts" });
+    if (!e.reviews.complete) throw new Error(e.reviews.detail);
+    expect(e.reviews.items.map((v) => [v.user?.login, v.state, v.commitId])).toEqual([
+      ["alice", "APPROVED", s.headSha], ["dave", "APPROVED", s.headSha], ["carol", "APPROVED", s.headSha],
+      [`${s.botSlug}[bot]`, "APPROVED", s.headSha], ["bob", "CHANGES_REQUESTED", s.headSha],
+    ]);
+    expect(e.codeowners[".forge/CODEOWNERS"]).toMatchObject({ kind: "found", path: ".forge/CODEOWNERS" });
+    expect(Object.keys(e.codeowners)).toEqual([".forge/CODEOWNERS"]);
+    expect(e.repositoryPolicy).toMatchObject({ kind: "found", path: POLICY_PATH });
+    expect(e.organizationPolicy).toMatchObject({ kind: "found" });
+    expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }] });
+    const d = e.directory;
+    expect(d.collaborators.alice).toEqual({ kind: "found", value: { permission: "write" } });
+    expect(d.collaborators.carol).toEqual({ kind: "found", value: { permission: "read" } });
+    expect(d.organizationMemberships.bob).toEqual({ kind: "found", value: { state: "active" } });
+    expect(d.teams["acme/core"]).toEqual({
+      team: { kind: "found", value: { privacy: "closed" } }, repository: { kind: "found", value: { push: true } },
+      memberships: { alice: { kind: "not_found" }, dave: { kind: "found", value: { state: "active" } }, carol: { kind: "not_found" }, bob: { kind: "not_found" } },
+    });
+    expect(d.teams["acme/docs"]!.team).toEqual({ kind: "found", value: { privacy: "secret" } });
+    expect(d.teams["acme/docs"]!.repository).toEqual({ kind: "found", value: { push: false } });
+    expect(d.apps["docs-review-bot"]).toEqual({ kind: "found", value: { id: s.botAppId, slug: "docs-review-bot" } });
+    expect(d.botUsers["docs-review-bot[bot]"]).toMatchObject({ kind: "found", value: { login: "docs-review-bot[bot]", type: "Bot" } });
+    expect(r.retryAfterMs).toBeNull();
+
+    // Request count per evaluation: 1 pull + 5 file pages + 1 reviews + 1 CODEOWNERS + 1 policy + 1 org policy + 1 open pulls
+    // + 4 users × (permission + membership) + 2 teams × (team + repository + 4 memberships) + App + bot user = 33.
+    const api = sim.requests.filter((q) => !q.path.endsWith("/access_tokens"));
+    expect(r.requests).toBe(33);
+    expect(api).toHaveLength(33);
+    expect(api.filter((q) => q.path === filesPath())).toHaveLength(5);
+    expect(sim.requests.filter((q) => q.path.endsWith("/access_tokens"))).toHaveLength(1);
+    expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
+  });
+
+  test("a second evaluation reads the base-commit files from cache but revalidates every eligibility fact", async () => {
+    const client = clientFor(sim, s);
+    gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    sim.requests.length = 0;
+    const r = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(r.requests).toBe(31);
+    expect(sim.requests.some((q) => q.path.includes("/contents/") && q.query.includes(s.baseSha))).toBe(false);
+    expect(sim.requests.filter((q) => q.path.includes("/collaborators/"))).toHaveLength(4);
+  });
+});
+
+describe("evidence is marked incomplete, never partial", () => {
+  test("a missing page of files", async () => {
+    sim.injectFault({ kind: "missing_page", path: filesPath(), page: 3 });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.files).toMatchObject({ complete: false, cause: "inconsistent" });
+  });
+
+  test("an extra page of reviews", async () => {
+    sim.injectFault({ kind: "extra_page", path: reviewsPath() });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.reviews).toMatchObject({ complete: false, cause: "inconsistent" });
+    expect(e.files.complete).toBe(true);
+  });
+
+  test("an extra page of files beyond changed_files", async () => {
+    sim.injectFault({ kind: "extra_page", path: filesPath() });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.files).toMatchObject({ complete: false, cause: "inconsistent" });
+  });
+
+  test("a truncated body", async () => {
+    sim.injectFault({ kind: "truncate", path: filesPath(), page: 2 });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.files).toMatchObject({ complete: false, cause: "transient" });
+  });
+
+  test("a rate limit, with the provider delay", async () => {
+    sim.injectFault({ kind: "rate_limit", status: 403, path: reviewsPath(), resetInSeconds: 120 });
+    const r = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(r.evidence.reviews).toMatchObject({ complete: false, cause: "transient" });
+    expect(r.retryAfterMs).toBeGreaterThan(110_000);
+    expect(r.retryAfterMs).toBeLessThanOrEqual(120_000);
+  });
+
+  test("a timeout", async () => {
+    sim.injectFault({ kind: "slow", path: filesPath(), page: 2, delayMs: 400 });
+    const e = gathered(await clientFor(sim, s, { requestTimeoutMs: 150 }).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.files).toMatchObject({ complete: false, cause: "transient" });
+  });
+
+  test("a connection reset in a directory lookup", async () => {
+    sim.injectFault({ kind: "reset", path: "/orgs/acme/teams/core" });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.directory.teams["acme/core"]!.team).toMatchObject({ kind: "incomplete", cause: "transient" });
+  });
+
+  test("a 5xx on the code-owners file", async () => {
+    sim.injectFault({ kind: "status", status: 503, path: "/repos/acme/web/contents/.*CODEOWNERS" });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.codeowners[".forge/CODEOWNERS"]).toMatchObject({ kind: "incomplete", cause: "transient" });
+    expect(e.codeowners.CODEOWNERS).toBeUndefined();
+  });
+
+  test("the open pull requests on the head, when one page fails", async () => {
+    sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/pulls" });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "transient" });
+  });
+
+  test("the pull request itself unreadable makes the evidence unavailable", async () => {
+    sim.injectFault({ kind: "status", status: 500, path: `/repos/acme/web/pulls/${s.pullNumber}` });
+    const r = await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan });
+    expect(r.kind).toBe("unavailable");
+    if (r.kind === "unavailable") expect(r.error.kind).toBe("transient");
+  });
+});
+
+describe("bounds", () => {
+  test(`a pull request with ${MAX_PULL_REQUEST_FILES} files is over the bound before any file is listed`, async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < MAX_PULL_REQUEST_FILES; i++) files[`big/f${i}.txt`] = `${i}\n`;
+    await sim.control.commit({ owner: s.org, repo: s.repo, branch: "huge", files });
+    const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "huge", author: "erin" });
+    sim.requests.length = 0;
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: fixturePlan })).evidence;
+    expect(e.pullRequest.changedFiles).toBe(MAX_PULL_REQUEST_FILES);
+    expect(e.files).toMatchObject({ complete: false, cause: "over_bound" });
+    expect(sim.requests.filter((q) => q.path === filesPath(pr.number))).toHaveLength(0);
+  });
+
+  test(`more than ${MAX_REVIEWS} reviews are over the bound`, async () => {
+    await sim.control.commit({ owner: s.org, repo: s.repo, branch: "busy", files: { "docs/busy.md": "x\n" } });
+    const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "busy", author: "erin" });
+    const p = sim.control.mustPull(s.org, s.repo, pr.number);
+    for (let i = 0; i <= MAX_REVIEWS; i++) p.reviews.push({ id: 10_000_000 + i, userLogin: "alice", state: "COMMENTED", commitId: pr.headSha, body: "", submittedAt: "2026-01-01T00:00:00Z" });
+    sim.requests.length = 0;
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: fixturePlan })).evidence;
+    expect(e.reviews).toMatchObject({ complete: false, cause: "over_bound" });
+    expect(sim.requests.filter((q) => q.path === reviewsPath(pr.number))).toHaveLength(11);
+  });
+});
+
+test("no token, private key or JWT appears in any log line, even when requests fail", async () => {
+  const { logger, lines } = bufferLogger();
+  const client = clientFor(sim, s, { logger, requestTimeoutMs: 150 });
+  sim.injectFault({ kind: "status", status: 502, path: filesPath() });
+  sim.injectFault({ kind: "rate_limit", status: 429, path: reviewsPath(), retryAfterSeconds: 30 });
+  sim.injectFault({ kind: "slow", path: "/repos/acme/web/pulls", delayMs: 300 });
+  sim.injectFault({ kind: "status", status: 401, path: "/orgs/acme/teams/core" });
+  await client.gatherEvidence(request(), { planLookups: fixturePlan });
+  const tokens = [...sim.control.state.tokens.keys()];
+  const output = lines().join("\n");
+  expect(lines().length).toBeGreaterThan(3);
+  for (const token of tokens) expect(output).not.toContain(token);
+  expect(output).not.toContain("PRIVATE KEY");
+  expect(output).not.toContain(s.privateKey.split("\n")[1]!);
+  expect(output).not.toMatch(/eyJ[\w-]+\.[\w-]+\.[\w-]+/);
+  expect(output).not.toMatch(/ghs_/);
+  expect(output).not.toMatch(/authorization/i);
+});

@@ -1,0 +1,196 @@
+// Evidence gathering (DESIGN 2, 3.2, 3.6): everything evaluate() looks at, fetched completely and bounded before evaluation.
+// Order: the pull request first (its changed_files is checked against MAX_PULL_REQUEST_FILES before listing); then, in parallel,
+// files, reviews, code-owners file and repository policy at the base commit, organization policy from the organization policy
+// repository's default branch, and the open pull requests on the same head; then the directory facts the decision core asks for
+// (planLookups), each revalidated. Any failure becomes an explicit Gap or incomplete Lookup, never a partial list that looks whole.
+import {
+  CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type Listed,
+  type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
+} from "../evaluation/evidence.ts";
+import { MAX_CODEOWNERS_BYTES, MAX_OPEN_PULL_REQUESTS, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
+import { readFile, type FileCache } from "./contents.ts";
+import * as directory from "./directory.ts";
+import { ForgeError } from "./errors.ts";
+import { gap, gapFromError, listAll } from "./pagination.ts";
+import { getPullRequest, listOpenPullRequests, type PullRequestDetails } from "./pull-requests.ts";
+import type { CallOptions, Transport } from "./transport.ts";
+import { int, object, optStr, str, type Json } from "./validate.ts";
+
+/** Directory facts to fetch, decided by the decision core from the evidence gathered so far. */
+export interface LookupPlan {
+  /** `@user` owners (and reviewers) whose repository permission (and organization membership) matter. */
+  readonly users: readonly string[];
+  /** `org/team` owners, each with the reviewer logins whose team membership matters. */
+  readonly teams: readonly { readonly team: string; readonly members: readonly string[] }[];
+  /** Trusted App slugs to fetch by slug (with their `<slug>[bot]` account). */
+  readonly apps: readonly string[];
+}
+export type PlanLookups = (evidence: Omit<Evidence, "directory">) => LookupPlan;
+
+export interface EvidenceRequest {
+  installationId: number;
+  owner: string;
+  repo: string;
+  number: number;
+  /** SERVICE_POLICY_PATH */
+  policyPath: string;
+  /** SERVICE_ORGANIZATION_POLICY_REPOSITORY */
+  organizationPolicyRepository: string;
+}
+
+export interface GatherOptions {
+  planLookups: PlanLookups;
+  signal?: AbortSignal;
+  /** Directory lookups in flight at once. */
+  concurrency?: number;
+}
+
+export type GatherResult =
+  /** `retryAfterMs`: the longest provider delay a rate limit asked for, if any gap came from one. */
+  | { kind: "gathered"; evidence: Evidence; pullRequest: PullRequestDetails; retryAfterMs: number | null; requests: number }
+  /** The pull request itself could not be read: nothing to evaluate. */
+  | { kind: "unavailable"; error: ForgeError; requests: number };
+
+const FILES = "GET /repos/{owner}/{repo}/pulls/{pull_number}/files";
+const REVIEWS = "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews";
+const DEFAULT_CONCURRENCY = 8;
+
+export async function gatherEvidence(t: Transport, cache: FileCache, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
+  const counter = { requests: 0 };
+  const call: CallOptions = { counter, ...(options.signal ? { signal: options.signal } : {}) };
+  const { installationId, owner, repo } = request;
+  let pr: PullRequestDetails;
+  try {
+    pr = await getPullRequest(t, installationId, owner, repo, request.number, call);
+  } catch (error) {
+    return { kind: "unavailable", error: error instanceof ForgeError ? error : new ForgeError("transient", "pull request could not be read"), requests: counter.requests };
+  }
+  const delays: number[] = [];
+  const note = <T>(value: T & { retryAfterMs?: number | null }): T => {
+    if (typeof value.retryAfterMs === "number") delays.push(value.retryAfterMs);
+    return value;
+  };
+  const base = { installationId, owner, repo };
+
+  const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, sameHead] = await Promise.all([
+    listFiles(t, request, pr, call).then(note),
+    listReviews(t, request, call).then(note),
+    readCodeowners(t, cache, { ...base, ref: pr.baseSha }, call),
+    readFile(t, cache, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
+    pr.repository.ownerType === "Organization"
+      ? readFile(t, cache, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call)
+      : Promise.resolve<FileRead>({ kind: "missing" }),
+    sameHeadPullRequests(t, request, pr, call).then(note),
+  ]);
+
+  const partial: Omit<Evidence, "directory"> = {
+    evidenceVersion: 1,
+    repository: pr.repository,
+    pullRequest: {
+      number: pr.number, headSha: pr.headSha, baseSha: pr.baseSha, baseRef: pr.baseRef, author: pr.author, state: pr.state,
+      draft: pr.draft, labels: pr.labels, changedFiles: pr.changedFiles,
+    },
+    files, reviews, codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: sameHead,
+  };
+  const plan = options.planLookups(partial);
+  const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", plan, options.concurrency ?? DEFAULT_CONCURRENCY, call);
+  return {
+    kind: "gathered", evidence: { ...partial, directory: dir }, pullRequest: pr,
+    retryAfterMs: delays.length ? Math.max(...delays) : null, requests: counter.requests,
+  };
+}
+
+async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile> & { retryAfterMs?: number | null }> {
+  if (pr.changedFiles >= MAX_PULL_REQUEST_FILES) return gap("over_bound", `the pull request changes ${pr.changedFiles} files; the bound is under ${MAX_PULL_REQUEST_FILES}`);
+  const listed = await listAll((params, c) => t.installation(r.installationId, FILES, params, c), {
+    route: FILES, params: { owner: r.owner, repo: r.repo, pull_number: r.number }, maxItems: MAX_PULL_REQUEST_FILES - 1,
+    expectedCount: pr.changedFiles, key: (item) => (item as Json | null)?.filename,
+  }, call);
+  if (!listed.complete) return listed;
+  try {
+    return { complete: true, items: listed.items.map((value) => {
+      const f = object(value, FILES);
+      return { filename: str(f, "filename", FILES), status: str(f, "status", FILES), previousFilename: optStr(f, "previous_filename", FILES) };
+    }) };
+  } catch (error) {
+    return gapFromError(error);
+  }
+}
+
+async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions): Promise<Listed<Review> & { retryAfterMs?: number | null }> {
+  const listed = await listAll((params, c) => t.installation(r.installationId, REVIEWS, params, c), {
+    route: REVIEWS, params: { owner: r.owner, repo: r.repo, pull_number: r.number }, maxItems: MAX_REVIEWS, key: (item) => (item as Json | null)?.id,
+  }, call);
+  if (!listed.complete) return listed;
+  try {
+    return { complete: true, items: listed.items.map((value) => {
+      const v = object(value, REVIEWS);
+      const u = v.user === null || v.user === undefined ? null : object(v.user, REVIEWS);
+      return {
+        id: int(v, "id", REVIEWS), state: str(v, "state", REVIEWS), commitId: optStr(v, "commit_id", REVIEWS),
+        user: u ? { id: int(u, "id", REVIEWS), login: str(u, "login", REVIEWS), type: str(u, "type", REVIEWS) } : null,
+      };
+    }) };
+  } catch (error) {
+    return gapFromError(error);
+  }
+}
+
+/** Reads the code-owners locations in precedence order, stopping at the first that is not missing (DESIGN 3.2 rule 1). */
+async function readCodeowners(t: Transport, cache: FileCache, at: { installationId: number; owner: string; repo: string; ref: string }, call: CallOptions): Promise<CodeownersEvidence> {
+  const result: Partial<Record<(typeof CODEOWNERS_LOCATIONS)[number], FileRead>> = {};
+  for (const path of CODEOWNERS_LOCATIONS) {
+    const read = await readFile(t, cache, { ...at, path }, MAX_CODEOWNERS_BYTES - 1, call);
+    result[path] = read;
+    if (read.kind !== "missing") break;
+  }
+  return result;
+}
+
+async function sameHeadPullRequests(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<OpenPullRequestRef> & { retryAfterMs?: number | null }> {
+  const open = await listOpenPullRequests(t, r.installationId, r.owner, r.repo, { max: MAX_OPEN_PULL_REQUESTS }, call);
+  if (!open.complete) return open;
+  return { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) };
+}
+
+async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolean, plan: LookupPlan, concurrency: number, call: CallOptions): Promise<DirectoryFacts> {
+  const at = { installationId: r.installationId, owner: r.owner, repo: r.repo };
+  const unique = (xs: readonly string[]) => [...new Map(xs.map((x) => [x.toLowerCase(), x])).values()];
+  // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed.
+  const teams = plan.teams.slice(0, MAX_RESOLVED_OWNERS);
+  const users = unique(plan.users).slice(0, MAX_RESOLVED_OWNERS * 4);
+  const apps = unique(plan.apps).slice(0, MAX_TRUSTED_APPS);
+  const tasks: (() => Promise<void>)[] = [];
+  const collaborators: Record<string, Lookup<{ permission: string }>> = {};
+  const organizationMemberships: Record<string, Lookup<Membership>> = {};
+  const teamFacts: Record<string, TeamFacts> = {};
+  const appFacts: Record<string, Lookup<{ id: number; slug: string }>> = {};
+  const botUsers: DirectoryFacts["botUsers"] & Record<string, unknown> = {};
+
+  for (const login of users) {
+    tasks.push(async () => { collaborators[login] = await directory.collaboratorPermission(t, at, login, call); });
+    if (orgOwned) tasks.push(async () => { organizationMemberships[login] = await directory.organizationMembership(t, r.installationId, r.owner, login, call); });
+  }
+  for (const { team, members } of teams) {
+    const [org, slug] = team.split("/");
+    if (!org || !slug) continue;
+    const memberships: Record<string, Lookup<Membership>> = {};
+    const facts = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships } as { -readonly [K in keyof TeamFacts]: TeamFacts[K] };
+    teamFacts[team] = facts;
+    tasks.push(async () => { facts.team = await directory.team(t, r.installationId, org, slug, call); });
+    tasks.push(async () => { facts.repository = await directory.teamRepository(t, at, org, slug, call); });
+    for (const login of unique(members)) tasks.push(async () => { memberships[login] = await directory.teamMembership(t, r.installationId, org, slug, login, call); });
+  }
+  for (const slug of apps) {
+    tasks.push(async () => { appFacts[slug] = await directory.appBySlug(t, r.installationId, slug, call); });
+    tasks.push(async () => { (botUsers as Record<string, unknown>)[`${slug}[bot]`] = await directory.user(t, r.installationId, `${slug}[bot]`, call); });
+  }
+  await runLimited(tasks, concurrency);
+  return { collaborators, organizationMemberships, teams: teamFacts, apps: appFacts, botUsers };
+}
+
+async function runLimited(tasks: (() => Promise<void>)[], limit: number): Promise<void> {
+  let next = 0;
+  const worker = async () => { while (next < tasks.length) await tasks[next++]!(); };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, tasks.length)) }, worker));
+}

@@ -1,0 +1,8 @@
+// Public surface of the forge client (DESIGN 2: the only code that sees forge API shapes).
+export { createForgeClient, MAX_INSTALLATIONS, MAX_INSTALLATION_REPOSITORIES, type ForgeClient, type ForgeClientOptions, type ListResult } from "./client.ts";
+export { createIdentityProbe, systemClock, type IdentityProbe, type IdentityProbeOptions, type ProbeClock } from "./identity-probe.ts";
+export { classifyForgeError, ForgeError, MAX_RATE_LIMIT_DELAY_MS, type ForgeErrorKind } from "./errors.ts";
+export type { CheckConclusion, CheckOutput, CheckTarget, ManagedCheck } from "./check-runs.ts";
+export type { EvidenceRequest, GatherOptions, GatherResult, LookupPlan, PlanLookups } from "./evidence.ts";
+export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from "./pull-requests.ts";
+export { INSTALLATION_PERMISSIONS, FORGE_API_VERSION, PER_PAGE, type CallOptions } from "./transport.ts";

@@ -1,0 +1,93 @@
+// Pull requests and repositories, mapped once from forge shapes to domain facts (STYLE 3).
+import type { Listed, OpenPullRequestRef, PullRequestFacts, RepositoryFacts } from "../evaluation/evidence.ts";
+import { MAX_OPEN_PULL_REQUESTS } from "../policy/bounds.ts";
+import { invalidBody } from "./errors.ts";
+import { gapFromError, listAll } from "./pagination.ts";
+import type { CallOptions, Transport } from "./transport.ts";
+import { bool, int, object, sha, str, type Json } from "./validate.ts";
+
+const PULL = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+const PULLS = "GET /repos/{owner}/{repo}/pulls";
+const REPO = "GET /repos/{owner}/{repo}";
+
+export interface PullRequestDetails extends PullRequestFacts {
+  readonly headRef: string;
+  readonly repository: RepositoryFacts;
+}
+
+export interface OpenPullRequestSummary extends OpenPullRequestRef {
+  readonly headRef: string;
+  readonly baseRef: string;
+  readonly baseSha: string;
+  readonly draft: boolean;
+}
+
+export interface RepositoryInfo extends RepositoryFacts {
+  readonly id: number;
+  readonly defaultBranch: string;
+  readonly archived: boolean;
+}
+
+export function toRepositoryInfo(value: unknown, what = REPO): RepositoryInfo {
+  const r = object(value, what);
+  const owner = object(r.owner, what);
+  const ownerType = str(owner, "type", what);
+  return {
+    id: int(r, "id", what), owner: str(owner, "login", what), name: str(r, "name", what),
+    ownerType: ownerType === "Organization" ? "Organization" : "User", defaultBranch: str(r, "default_branch", what), archived: bool(r, "archived", what),
+  };
+}
+
+export function toPullRequestDetails(value: unknown): PullRequestDetails {
+  const p = object(value, PULL);
+  const head = object(p.head, PULL);
+  const base = object(p.base, PULL);
+  const user = object(p.user, PULL);
+  const labels = p.labels;
+  if (!Array.isArray(labels)) throw invalidBody(PULL);
+  const changedFiles = int(p, "changed_files", PULL);
+  if (changedFiles < 0) throw invalidBody(PULL);
+  const repo = toRepositoryInfo(base.repo, PULL);
+  return {
+    number: int(p, "number", PULL), headSha: sha(head, "sha", PULL), headRef: str(head, "ref", PULL), baseSha: sha(base, "sha", PULL),
+    baseRef: str(base, "ref", PULL), author: { id: int(user, "id", PULL), login: str(user, "login", PULL) }, state: str(p, "state", PULL),
+    draft: typeof p.draft === "boolean" ? p.draft : false, labels: labels.map((l) => str(object(l, PULL), "name", PULL)), changedFiles,
+    repository: { owner: repo.owner, name: repo.name, ownerType: repo.ownerType },
+  };
+}
+
+function toOpenSummary(value: unknown): OpenPullRequestSummary {
+  const p = object(value, PULLS);
+  const head = object(p.head, PULLS);
+  const base = object(p.base, PULLS);
+  return {
+    number: int(p, "number", PULLS), headSha: sha(head, "sha", PULLS), headRef: str(head, "ref", PULLS), baseRef: str(base, "ref", PULLS),
+    baseSha: sha(base, "sha", PULLS), draft: typeof p.draft === "boolean" ? p.draft : false,
+  };
+}
+
+export async function getPullRequest(t: Transport, installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<PullRequestDetails> {
+  const response = await t.installation(installationId, PULL, { owner, repo, pull_number: number }, call);
+  return toPullRequestDetails(response.data);
+}
+
+export async function getRepository(t: Transport, installationId: number, owner: string, repo: string, call?: CallOptions): Promise<RepositoryInfo> {
+  const response = await t.installation(installationId, REPO, { owner, repo }, call);
+  return toRepositoryInfo(response.data);
+}
+
+/** Open pull requests of a repository (optionally on one base ref), every page up to `max` (default MAX_OPEN_PULL_REQUESTS). */
+export async function listOpenPullRequests(
+  t: Transport, installationId: number, owner: string, repo: string, filter: { base?: string; max?: number } = {}, call?: CallOptions,
+): Promise<Listed<OpenPullRequestSummary> & { retryAfterMs?: number | null }> {
+  const listed = await listAll((params, c) => t.installation(installationId, PULLS, params, c), {
+    route: PULLS, params: { owner, repo, state: "open", ...(filter.base ? { base: filter.base } : {}) },
+    maxItems: filter.max ?? MAX_OPEN_PULL_REQUESTS, key: (item) => (item as Json | null)?.number,
+  }, call);
+  if (!listed.complete) return listed;
+  try {
+    return { complete: true, items: listed.items.map(toOpenSummary) };
+  } catch (error) {
+    return gapFromError(error);
+  }
+}
