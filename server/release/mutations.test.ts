@@ -163,6 +163,11 @@ describe("error table, mutation column", () => {
 test("a create or publish that fails before the request starts is a ControllerError", async () => {
     const other = makeTestPki();
     await expectController(client({ ca: other.caPem }).createDraft(plan), "transport");
+    const closed = await RawForge.start(pki);
+    const port = closed.port;
+    await closed.stop();
+    await expectController(client({ apiUrl: `https://127.0.0.1:${port}` }).createDraft(plan), "transport");
+    await expectController(client({ apiUrl: `https://127.0.0.1:${port}` }).publishRelease(7), "transport");
     const silent = await startSilentPeer();
     try {
       await expectController(client({ apiUrl: `https://127.0.0.1:${silent.port}`, timeoutSeconds: 0.3 }).publishRelease(7), "timeout");

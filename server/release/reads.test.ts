@@ -335,6 +335,33 @@ describe("error table, read column", () => {
     expect(forge.requests).toHaveLength(0);
   });
 
+  test("a certificate for another host name is a transport failure", async () => {
+    const elsewhere = makeTestPki("DNS:other.example");
+    const other = await RawForge.start(elsewhere);
+    try {
+      other.respond = (_req, s) => sendJson(s, 200, release(1));
+      await expectController(makeClient(other, elsewhere.caPem).getRelease(1), "transport");
+      expect(other.requests).toHaveLength(0);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test("a refused connection is a transport failure", async () => {
+    const port = forge.port;
+    await forge.stop();
+    await expectController(client({ apiUrl: `https://127.0.0.1:${port}` }).getRelease(1), "transport");
+    forge = await RawForge.start(pki);
+  });
+
+  test("a response head over 64 KiB is an invalid response", async () => {
+    const filler = `X-Filler: ${"f".repeat(1000)}`;
+    forge.respond = (_req, s) => sendRaw(s, responseHead(200, ["Content-Length: 8", ...Array(66).fill(filler)]), '{"id":1}');
+    await expectController(client().getRelease(1), "invalid-response");
+    forge.respond = (_req, s) => sendRaw(s, responseHead(200, ["Content-Length: 8", ...Array(60).fill(filler)]), '{"id":1}');
+    expect((await client().getRelease(1)).id).toBe(1);
+  });
+
   test("error messages carry a bounded request ID and never the query", async () => {
     forge.respond = (_req, s) => sendRaw(s, `HTTP/1.1 500 Oops\r\nX-GitHub-Request-Id: ${"A".repeat(300)}<script>\r\nContent-Length: 0\r\n\r\n`);
     const e = await expectController(client().listReleases(2, 5), "status", 500);

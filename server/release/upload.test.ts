@@ -73,6 +73,15 @@ describe("successful uploads", () => {
     expect(fs.fstatSync(fd).size).toBe(size);
   });
 
+  test("assets of exactly one chunk and one byte more arrive intact", async () => {
+    for (const size of [UPLOAD_CHUNK_BYTES - 1, UPLOAD_CHUNK_BYTES, UPLOAD_CHUNK_BYTES + 1, 2 * UPLOAD_CHUNK_BYTES]) {
+      const { fd, content } = openFile(size);
+      forge.respond = (_req, s) => sendJson(s, 201, { ...asset, size });
+      await client().uploadAsset(7, uploadUrl(), { name: "x", size, fd });
+      expect(forge.requests.at(-1)!.body.equals(content)).toBe(true);
+    }
+  });
+
   test("an empty asset is uploaded with Content-Length 0", async () => {
     const { fd } = openFile(0);
     forge.respond = (_req, s) => sendJson(s, 201, asset);

@@ -15,8 +15,8 @@ function run(dir: string, args: string[]): void {
   if (result.exitCode !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr.toString()}`);
 }
 
-/** A CA and a server certificate for 127.0.0.1 and localhost signed by it. */
-export function makeTestPki(): TestPki {
+/** A CA and a server certificate signed by it, by default for 127.0.0.1 and localhost. */
+export function makeTestPki(subjectAltName = "IP:127.0.0.1,DNS:localhost"): TestPki {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "release-pki-"));
   try {
     const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
@@ -24,7 +24,7 @@ export function makeTestPki(): TestPki {
       "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
     run(dir, ["req", ...ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]);
     fs.writeFileSync(path.join(dir, "ext.cnf"),
-      "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
+      `subjectAltName=${subjectAltName}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
     run(dir, ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
       "-days", "2", "-extfile", "ext.cnf"]);
     const read = (f: string) => fs.readFileSync(path.join(dir, f), "utf8");
