@@ -55,18 +55,25 @@ export async function createInProgressCheck(t: Transport, checkName: string, tar
   return bound(response.data, CREATE, t, checkName, target.headSha);
 }
 
-export async function setCheckInProgress(t: Transport, checkName: string, target: CheckTarget, checkRunId: number, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+/** A check run's head never changes, so a ManagedCheck found or created for a head is that head's handle; refuse any other. */
+function assertSameHead(check: ManagedCheck, target: CheckTarget): void {
+  if (check.headSha !== target.headSha) throw new ForgeError("permanent", `${UPDATE}: refusing to write a check run of another head`);
+}
+
+export async function setCheckInProgress(t: Transport, checkName: string, target: CheckTarget, check: ManagedCheck, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+  assertSameHead(check, target);
   const response = await t.installation(target.installationId, UPDATE, {
-    owner: target.owner, repo: target.repo, check_run_id: checkRunId, status: "in_progress", output: outputBody(output),
+    owner: target.owner, repo: target.repo, check_run_id: check.id, status: "in_progress", output: outputBody(output),
   }, call);
   return bound(response.data, UPDATE, t, checkName, target.headSha);
 }
 
 export async function completeCheck(
-  t: Transport, checkName: string, target: CheckTarget, checkRunId: number, conclusion: CheckConclusion, output: CheckOutput, completedAt: Date, call?: CallOptions,
+  t: Transport, checkName: string, target: CheckTarget, check: ManagedCheck, conclusion: CheckConclusion, output: CheckOutput, completedAt: Date, call?: CallOptions,
 ): Promise<ManagedCheck> {
+  assertSameHead(check, target);
   const response = await t.installation(target.installationId, UPDATE, {
-    owner: target.owner, repo: target.repo, check_run_id: checkRunId, status: "completed", conclusion,
+    owner: target.owner, repo: target.repo, check_run_id: check.id, status: "completed", conclusion,
     completed_at: completedAt.toISOString(), output: outputBody(output),
   }, call);
   const run = bound(response.data, UPDATE, t, checkName, target.headSha);
@@ -77,7 +84,7 @@ export async function completeCheck(
 /** Resets the existing managed check on the head to in_progress, or creates one; returns it. */
 export async function ensureCheckInProgress(t: Transport, checkName: string, target: CheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
   const existing = await findManagedCheck(t, checkName, target, call);
-  if (existing) return setCheckInProgress(t, checkName, target, existing.id, output, call);
+  if (existing) return setCheckInProgress(t, checkName, target, existing, output, call);
   return createInProgressCheck(t, checkName, target, output, call);
 }
 

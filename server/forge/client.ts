@@ -44,9 +44,10 @@ export interface ForgeClient {
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
-  setCheckInProgress(target: checks.CheckTarget, checkRunId: number, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
+  /** `check` comes from findManagedCheck/create for the same head; a check of another head is refused before any write. */
+  setCheckInProgress(target: checks.CheckTarget, check: checks.ManagedCheck, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
   ensureCheckInProgress(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
-  completeCheck(target: checks.CheckTarget, checkRunId: number, conclusion: checks.CheckConclusion, output: checks.CheckOutput, completedAt?: Date, call?: CallOptions): Promise<checks.ManagedCheck>;
+  completeCheck(target: checks.CheckTarget, check: checks.ManagedCheck, conclusion: checks.CheckConclusion, output: checks.CheckOutput, completedAt?: Date, call?: CallOptions): Promise<checks.ManagedCheck>;
 }
 
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
@@ -74,8 +75,8 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     gatherEvidence: (request, gather) => gatherEvidence(t, cache, request, gather),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
-    setCheckInProgress: (target, id, output, call) => checks.setCheckInProgress(t, name, target, id, output, call),
+    setCheckInProgress: (target, check, output, call) => checks.setCheckInProgress(t, name, target, check, output, call),
     ensureCheckInProgress: (target, output, call) => checks.ensureCheckInProgress(t, name, target, output, call),
-    completeCheck: (target, id, conclusion, output, completedAt, call) => checks.completeCheck(t, name, target, id, conclusion, output, completedAt ?? new Date(), call),
+    completeCheck: (target, check, conclusion, output, completedAt, call) => checks.completeCheck(t, name, target, check, conclusion, output, completedAt ?? new Date(), call),
   };
 }

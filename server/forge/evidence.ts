@@ -5,8 +5,9 @@
 // (planLookups), each revalidated. Any failure becomes an explicit Gap or incomplete Lookup, never a partial list that looks whole.
 import {
   CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type Listed,
-  type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
+  type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
 } from "../evaluation/evidence.ts";
+import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_OPEN_PULL_REQUESTS, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
 import { readFile, type FileCache } from "./contents.ts";
 import * as directory from "./directory.ts";
@@ -16,16 +17,9 @@ import { getPullRequest, listOpenPullRequests, type PullRequestDetails } from ".
 import type { CallOptions, Transport } from "./transport.ts";
 import { int, object, optStr, str, type Json } from "./validate.ts";
 
-/** Directory facts to fetch, decided by the decision core from the evidence gathered so far. */
-export interface LookupPlan {
-  /** `@user` owners (and reviewers) whose repository permission (and organization membership) matter. */
-  readonly users: readonly string[];
-  /** `org/team` owners, each with the reviewer logins whose team membership matters. */
-  readonly teams: readonly { readonly team: string; readonly members: readonly string[] }[];
-  /** Trusted App slugs to fetch by slug (with their `<slug>[bot]` account). */
-  readonly apps: readonly string[];
-}
+/** The decision core's planLookups bound to the process settings: `(e) => planLookups(e, settings)`. */
 export type PlanLookups = (evidence: Omit<Evidence, "directory">) => LookupPlan;
+export type { LookupPlan };
 
 export interface EvidenceRequest {
   installationId: number;
@@ -158,33 +152,31 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   const unique = (xs: readonly string[]) => [...new Map(xs.map((x) => [x.toLowerCase(), x])).values()];
   // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed.
   const teams = plan.teams.slice(0, MAX_RESOLVED_OWNERS);
-  const users = unique(plan.users).slice(0, MAX_RESOLVED_OWNERS * 4);
+  const users = unique(plan.collaborators).slice(0, MAX_RESOLVED_OWNERS);
+  const members = orgOwned ? unique(plan.organizationMemberships).slice(0, MAX_RESOLVED_OWNERS) : [];
   const apps = unique(plan.apps).slice(0, MAX_TRUSTED_APPS);
+  const bots = unique(plan.botUsers).slice(0, MAX_TRUSTED_APPS);
   const tasks: (() => Promise<void>)[] = [];
   const collaborators: Record<string, Lookup<{ permission: string }>> = {};
   const organizationMemberships: Record<string, Lookup<Membership>> = {};
   const teamFacts: Record<string, TeamFacts> = {};
   const appFacts: Record<string, Lookup<{ id: number; slug: string }>> = {};
-  const botUsers: DirectoryFacts["botUsers"] & Record<string, unknown> = {};
+  const botUsers: Record<string, Lookup<ForgeUser>> = {};
 
-  for (const login of users) {
-    tasks.push(async () => { collaborators[login] = await directory.collaboratorPermission(t, at, login, call); });
-    if (orgOwned) tasks.push(async () => { organizationMemberships[login] = await directory.organizationMembership(t, r.installationId, r.owner, login, call); });
-  }
-  for (const { team, members } of teams) {
-    const [org, slug] = team.split("/");
-    if (!org || !slug) continue;
+  for (const login of users) tasks.push(async () => { collaborators[login] = await directory.collaboratorPermission(t, at, login, call); });
+  for (const login of members) tasks.push(async () => { organizationMemberships[login] = await directory.organizationMembership(t, r.installationId, r.owner, login, call); });
+  for (const { team, members: logins } of teams) {
+    const [org, slug, extra] = team.split("/");
+    if (!org || !slug || extra !== undefined) continue;
     const memberships: Record<string, Lookup<Membership>> = {};
     const facts = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships } as { -readonly [K in keyof TeamFacts]: TeamFacts[K] };
     teamFacts[team] = facts;
     tasks.push(async () => { facts.team = await directory.team(t, r.installationId, org, slug, call); });
     tasks.push(async () => { facts.repository = await directory.teamRepository(t, at, org, slug, call); });
-    for (const login of unique(members)) tasks.push(async () => { memberships[login] = await directory.teamMembership(t, r.installationId, org, slug, login, call); });
+    for (const login of unique(logins)) tasks.push(async () => { memberships[login] = await directory.teamMembership(t, r.installationId, org, slug, login, call); });
   }
-  for (const slug of apps) {
-    tasks.push(async () => { appFacts[slug] = await directory.appBySlug(t, r.installationId, slug, call); });
-    tasks.push(async () => { (botUsers as Record<string, unknown>)[`${slug}[bot]`] = await directory.user(t, r.installationId, `${slug}[bot]`, call); });
-  }
+  for (const slug of apps) tasks.push(async () => { appFacts[slug] = await directory.appBySlug(t, r.installationId, slug, call); });
+  for (const login of bots) tasks.push(async () => { botUsers[login] = await directory.user(t, r.installationId, login, call); });
   await runLimited(tasks, concurrency);
   return { collaborators, organizationMemberships, teams: teamFacts, apps: appFacts, botUsers };
 }

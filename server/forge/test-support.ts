@@ -4,7 +4,7 @@ import type { Scenario } from "../../e2e/forge/scenario.ts";
 import type { ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import type { Evidence } from "../evaluation/evidence.ts";
 import { createForgeClient, type ForgeClient } from "./client.ts";
-import type { LookupPlan } from "./evidence.ts";
+import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 
 export const CHECK_NAME = "Service / approval";
 
@@ -26,9 +26,10 @@ export function fixturePlan(evidence: Omit<Evidence, "directory">): LookupPlan {
   const file = Object.values(evidence.codeowners).find((f) => f?.kind === "found");
   const owners = file && file.kind === "found" ? [...file.text.matchAll(/@([\w.-]+(?:\/[\w.-]+)?)/g)].map((m) => m[1]!) : [];
   const reviewers = evidence.reviews.complete ? evidence.reviews.items.flatMap((r) => (r.user && r.user.type === "User" ? [r.user.login] : [])) : [];
+  const users = [...new Set([...owners.filter((o) => !o.includes("/")), ...reviewers])];
   return {
-    users: [...new Set([...owners.filter((o) => !o.includes("/")), ...reviewers])],
+    collaborators: users, organizationMemberships: users,
     teams: [...new Set(owners.filter((o) => o.includes("/")))].map((team) => ({ team, members: reviewers })),
-    apps: ["docs-review-bot"],
+    apps: ["docs-review-bot"], botUsers: ["docs-review-bot[bot]"],
   };
 }
