@@ -84,7 +84,7 @@ describe("timeout and CA", () => {
   });
 
   test("a CA must be PEM certificate text", () => {
-    for (const ca of ["", "not a certificate", 1]) refused({ ca });
+    for (const ca of ["", "not a certificate", 1, "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"]) refused({ ca });
   });
 });
 

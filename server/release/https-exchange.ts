@@ -79,28 +79,36 @@ export function exchange(req: ExchangeRequest): Promise<ExchangeOutcome> {
     lines.push("Connection: close", "", "");
     const requestHead = Buffer.from(lines.join("\r\n"), "latin1");
 
-    const socket = tls.connect({
-      host: req.hostname,
-      port: req.port,
-      ...(isIpLiteral(req.hostname) ? {} : { servername: req.hostname }),
-      ...(req.ca === undefined ? {} : { ca: req.ca }),
-      rejectUnauthorized: true,
-      minVersion: "TLSv1.2",
-      ALPNProtocols: ["http/1.1"],
-    });
-
     const timer = setTimeout(() => finish({ kind: "transport", requestStarted, timedOut: true }), req.timeoutMs);
     const touch = (): void => {
       if (!finished) timer.refresh();
     };
+    let socket: tls.TLSSocket | undefined;
 
     function finish(outcome: ExchangeOutcome): void {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
-      socket.destroy();
+      socket?.destroy();
       resolve(outcome);
     }
+
+    try {
+      socket = tls.connect({
+        host: req.hostname,
+        port: req.port,
+        ...(isIpLiteral(req.hostname) ? {} : { servername: req.hostname }),
+        ...(req.ca === undefined ? {} : { ca: req.ca }),
+        rejectUnauthorized: true,
+        minVersion: "TLSv1.2",
+        ALPNProtocols: ["http/1.1"],
+      });
+    } catch {
+      // A synchronous failure (for example an unusable CA) happens before any request byte; its text is dropped.
+      finish({ kind: "transport", requestStarted: false, timedOut: false });
+      return;
+    }
+    const conn = socket;
 
     // `last` marks the write that hands the final request byte to the socket: from then on the peer may hold the
     // whole request, so a response is no longer early.
@@ -108,7 +116,7 @@ export function exchange(req: ExchangeRequest): Promise<ExchangeOutcome> {
       requestStarted = true;
       if (last) bodySent = true;
       return new Promise((done) => {
-        socket.write(data, (err) => {
+        conn.write(data, (err) => {
           if (err) {
             finish({ kind: "transport", requestStarted: true, timedOut: false });
             done(false);
@@ -201,16 +209,16 @@ export function exchange(req: ExchangeRequest): Promise<ExchangeOutcome> {
       }
     }
 
-    socket.on("secureConnect", () => {
+    conn.on("secureConnect", () => {
       touch();
       void send();
     });
-    socket.on("data", (chunk: Buffer) => {
+    conn.on("data", (chunk: Buffer) => {
       touch();
       onBytes(chunk);
     });
-    socket.on("error", () => finish({ kind: "transport", requestStarted, timedOut: false }));
-    socket.on("close", () => {
+    conn.on("error", () => finish({ kind: "transport", requestStarted, timedOut: false }));
+    conn.on("close", () => {
       if (reader !== undefined && head !== undefined && !bodyDone) {
         return finish({ kind: "invalid", head, detail: "truncated body" });
       }

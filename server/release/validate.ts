@@ -2,6 +2,7 @@
 // Each check throws ControllerError (reason "invalid-argument") naming the rule, never echoing the value.
 
 import net from "node:net";
+import tls from "node:tls";
 import { invalidArgument } from "./errors.ts";
 import { MAX_INT63 } from "./strict-json.ts";
 
@@ -92,6 +93,11 @@ export function checkTimeout(value: unknown): number {
 export function checkCa(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "string" || !value.includes("-----BEGIN CERTIFICATE-----") || value.length > MAX_CA_BYTES) {
+    throw invalidArgument("ca must be PEM certificate text");
+  }
+  try {
+    tls.createSecureContext({ ca: value });
+  } catch {
     throw invalidArgument("ca must be PEM certificate text");
   }
   return value;
