@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { verify } from "@octokit/webhooks-methods";
+import { createScenario, generateAppKeys, mintAppJwt, type Scenario } from "./scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "./simulator.ts";
+
+const SECRET = "a-webhook-secret-of-at-least-32-bytes!!";
+const RUNTIME_PERMISSIONS = { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
+const keys = generateAppKeys();
+let sim: ForgeSimulator;
+let s: Scenario;
+let receiver: ReturnType<typeof Bun.serve>;
+const received: { headers: Headers; body: string }[] = [];
+
+beforeAll(async () => {
+  receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (req) => { received.push({ headers: req.headers, body: await req.text() }); return new Response(null, { status: 202 }); } });
+  sim = startForgeSimulator({ webhookUrl: `http://127.0.0.1:${receiver.port}/webhooks/forge`, webhookSecret: SECRET });
+  s = await createScenario(sim, { keys });
+});
+afterAll(async () => { await sim.stop(); await receiver.stop(true); });
+
+async function token(permissions: Record<string, string> | undefined = RUNTIME_PERMISSIONS, installationId = s.installationId, appId = s.appId) {
+  const res = await fetch(`${sim.url}/app/installations/${installationId}/access_tokens`, {
+    method: "POST", headers: { authorization: `Bearer ${mintAppJwt(appId, keys.privateKey)}` }, body: JSON.stringify(permissions ? { permissions } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as { token: string; permissions: Record<string, string> } };
+}
+const get = (path: string, auth: string, headers: Record<string, string> = {}) => fetch(`${sim.url}${path}`, { headers: { authorization: auth, ...headers } });
+
+describe("App JWT", () => {
+  test("a JWT signed with the App's key is accepted", async () => {
+    const res = await get("/app", `Bearer ${mintAppJwt(s.appId, keys.privateKey)}`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { id: number }).id).toBe(s.appId);
+  });
+  test("a JWT signed with another key, an expired JWT, or an installation token is refused", async () => {
+    expect((await get("/app", `Bearer ${mintAppJwt(s.appId, generateAppKeys().privateKey)}`)).status).toBe(401);
+    expect((await get("/app", `Bearer ${mintAppJwt(s.appId, keys.privateKey, Math.floor(Date.now() / 1000) - 3600)}`)).status).toBe(401);
+    expect((await get("/app", `token ${(await token()).body.token}`)).status).toBe(401);
+  });
+});
+
+describe("installation tokens", () => {
+  test("carry exactly the requested permissions", async () => {
+    const t = await token();
+    expect(t.status).toBe(201);
+    expect(t.body.permissions).toEqual(RUNTIME_PERMISSIONS);
+  });
+  test("the statuses permission is refused and recorded", async () => {
+    const t = await token({ ...RUNTIME_PERMISSIONS, statuses: "write" });
+    expect(t.status).toBe(422);
+    expect(sim.tokenRequests.at(-1)).toMatchObject({ granted: false, permissions: { statuses: "write" } });
+  });
+  test("a permission the installation lacks is refused", async () => {
+    expect((await token({ administration: "write" })).status).toBe(422);
+  });
+  test("check-run writes need checks: write", async () => {
+    const readOnly = (await token({ checks: "read", metadata: "read" })).body.token;
+    const res = await fetch(`${sim.url}/repos/acme/web/check-runs`, { method: "POST", headers: { authorization: `token ${readOnly}` }, body: JSON.stringify({ name: "x", head_sha: s.headSha }) });
+    expect(res.status).toBe(403);
+  });
+  test("a repository outside the installation is not found", async () => {
+    const botInstallation = [...sim.control.state.installations.values()].find((i) => i.appId === s.botAppId)!;
+    const bot = (await token({ metadata: "read" }, botInstallation.id, s.botAppId)).body.token;
+    expect((await get("/repos/acme/web", `token ${bot}`)).status).toBe(200);
+    expect((await get("/repos/acme/.forge", `token ${bot}`)).status).toBe(404);
+  });
+  test("requests without a valid token are refused", async () => {
+    expect((await get("/repos/acme/web", "token ghs_nope")).status).toBe(401);
+  });
+});
+
+describe("pagination", () => {
+  test("per_page and page with Link headers; the forge lists at most 3,000 files of a pull request", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 3001; i++) files[`many/${i}.txt`] = `${i}\n`;
+    await sim.control.commit({ owner: "acme", repo: "web", branch: "many", files });
+    const pr = await sim.control.openPullRequest({ owner: "acme", repo: "web", head: "many", author: "erin" });
+    const auth = `token ${(await token()).body.token}`;
+    const detail = (await (await get(`/repos/acme/web/pulls/${pr.number}`, auth)).json()) as { changed_files: number };
+    expect(detail.changed_files).toBe(3001);
+    const first = await get(`/repos/acme/web/pulls/${pr.number}/files?per_page=100&page=1`, auth);
+    expect(first.headers.get("link")).toContain('page=2>; rel="next"');
+    expect(first.headers.get("link")).toContain('page=30>; rel="last"');
+    const last = await get(`/repos/acme/web/pulls/${pr.number}/files?per_page=100&page=30`, auth);
+    expect(((await last.json()) as unknown[]).length).toBe(100);
+    expect(last.headers.get("link")).not.toContain('rel="next"');
+    expect(((await (await get(`/repos/acme/web/pulls/${pr.number}/files?per_page=100&page=31`, auth)).json()) as unknown[]).length).toBe(0);
+    await sim.control.setPullRequestState({ owner: "acme", repo: "web", number: pr.number, state: "closed" });
+  });
+});
+
+describe("webhooks", () => {
+  const deliveries = (event: string, action?: string) => received.filter((r) => r.headers.get("x-forge-event") === event && (action === undefined || JSON.parse(r.body).action === action));
+
+  test("each state change sends a signed delivery shaped like the forge's", async () => {
+    received.length = 0;
+    await sim.control.commit({ owner: "acme", repo: "web", branch: "second", files: { "docs/second.md": "2\n" } });
+    const pr = await sim.control.openPullRequest({ owner: "acme", repo: "web", head: "second", base: "main", author: "erin", title: "Second" });
+    const openedHead = pr.headSha;
+    const pushed = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: pr.number, files: { "docs/more.md": "more\n" } });
+    const review = await sim.control.submitReview({ owner: "acme", repo: "web", number: pr.number, user: "alice", state: "APPROVED" });
+    await sim.control.dismissReview({ owner: "acme", repo: "web", number: pr.number, reviewId: review.id });
+    await sim.control.label({ owner: "acme", repo: "web", number: pr.number, name: "bot-review" });
+    await sim.control.label({ owner: "acme", repo: "web", number: pr.number, name: "bot-review", remove: true });
+    await sim.control.setPullRequestState({ owner: "acme", repo: "web", number: pr.number, state: "closed" });
+
+    for (const r of received) {
+      expect(await verify(SECRET, r.body, r.headers.get("x-hub-signature-256")!)).toBe(true);
+      expect(r.headers.get("x-forge-delivery")).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const opened = JSON.parse(deliveries("pull_request", "opened").at(-1)!.body);
+    expect(opened).toMatchObject({
+      action: "opened", number: pr.number, installation: { id: expect.any(Number) },
+      repository: { id: expect.any(Number), name: "web", full_name: "acme/web", owner: { login: "acme" } },
+      pull_request: { number: pr.number, state: "open", head: { sha: openedHead, ref: "second" }, base: { sha: pr.baseSha, ref: "main" } },
+    });
+    // Both Apps installed on acme/web receive it, each with its own installation.
+    expect(new Set(deliveries("pull_request", "opened").map((r) => JSON.parse(r.body).installation.id)).size).toBe(2);
+    const sync = JSON.parse(deliveries("pull_request", "synchronize").at(-1)!.body);
+    expect(sync).toMatchObject({ before: openedHead, after: pushed.sha, pull_request: { head: { sha: pushed.sha } } });
+    expect(JSON.parse(deliveries("push").at(-1)!.body)).toMatchObject({ ref: "refs/heads/second", after: pushed.sha });
+    expect(JSON.parse(deliveries("pull_request_review", "submitted").at(-1)!.body)).toMatchObject({ review: { id: review.id, state: "APPROVED", commit_id: pushed.sha, user: { login: "alice" } } });
+    expect(JSON.parse(deliveries("pull_request_review", "dismissed").at(-1)!.body).review.state).toBe("DISMISSED");
+    expect(JSON.parse(deliveries("pull_request", "labeled").at(-1)!.body).label.name).toBe("bot-review");
+    expect(deliveries("pull_request", "unlabeled")).toHaveLength(2);
+    expect(JSON.parse(deliveries("pull_request", "closed").at(-1)!.body).pull_request.state).toBe("closed");
+    expect(sim.control.deliveries.every((d) => d.status === 202)).toBe(true);
+  });
+
+  test("a check run rerequest goes only to the App that owns the run", async () => {
+    const t = (await token()).body.token;
+    const run = (await (await fetch(`${sim.url}/repos/acme/web/check-runs`, { method: "POST", headers: { authorization: `token ${t}` }, body: JSON.stringify({ name: "Service / approval", head_sha: s.headSha }) })).json()) as { id: number };
+    received.length = 0;
+    await sim.control.rerequestCheckRun({ checkRunId: run.id });
+    expect(received).toHaveLength(1);
+    expect(JSON.parse(received[0]!.body)).toMatchObject({ action: "rerequested", check_run: { id: run.id, head_sha: s.headSha, app: { id: s.appId } }, installation: { id: s.installationId } });
+  });
+});
+
+describe("control API over HTTP", () => {
+  const control = async (op: string, body: unknown = {}) => {
+    const res = await fetch(`${sim.url}/_control/${op}`, { method: "POST", body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  test("builds a repository, a pull request and a review, and reads check runs and request logs", async () => {
+    expect((await control("users", { login: "frank" })).status).toBe(200);
+    const repo = await control("repositories", { owner: "acme", name: "api", files: { "CODEOWNERS": "* @frank\n" } });
+    expect(repo.body).toMatchObject({ full_name: "acme/api", default_branch: "main", head: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    const commit = await control("commits", { owner: "acme", repo: "api", branch: "topic", files: { "a.txt": "a\n" } });
+    expect(commit.body.sha).toMatch(/^[0-9a-f]{40}$/);
+    const pr = await control("pulls", { owner: "acme", repo: "api", head: "topic", author: "frank" });
+    expect(pr.body).toMatchObject({ number: 1, head_sha: commit.body.sha, base_sha: repo.body.head, state: "open" });
+    expect((await control("reviews", { owner: "acme", repo: "api", number: 1, user: "alice", state: "APPROVED" })).body).toMatchObject({ commit_id: commit.body.sha });
+    expect((await control("collaborators", { owner: "acme", repo: "api", user: "frank", permission: "maintain" })).status).toBe(200);
+    expect((await control("check-runs", { owner: "acme", repo: "api" })).body).toEqual([]);
+    expect((await control("faults", { kind: "status", status: 503, path: "/repos/acme/api" })).body.id).toBeGreaterThan(0);
+    expect((await get("/repos/acme/api", `token ${(await token()).body.token}`)).status).toBe(503);
+    await control("faults-clear");
+    expect((await control("requests")).body.at(-1)).toMatchObject({ path: "/repos/acme/api", status: 503 });
+    expect((await control("no-such-operation")).status).toBe(404);
+    expect((await control("pulls", { owner: "acme", repo: "nope", head: "x", author: "frank" })).status).toBe(404);
+  });
+});
+
+describe("App-manifest conversion", () => {
+  test("a code converts once into App credentials that the forge then accepts", async () => {
+    const { code } = sim.control.mintManifestCode({ manifest: { name: "My Approval", hook_attributes: { url: "https://svc.example/webhooks/forge" }, default_permissions: { checks: "write" } }, owner: "acme" });
+    const first = await fetch(`${sim.url}/app-manifests/${code}/conversions`, { method: "POST" });
+    expect(first.status).toBe(201);
+    const app = (await first.json()) as { id: number; slug: string; pem: string; webhook_secret: string; client_secret: string; owner: { login: string } };
+    expect(app).toMatchObject({ slug: "my-approval", owner: { login: "acme" } });
+    expect(app.pem).toContain("BEGIN RSA PRIVATE KEY");
+    expect((await get("/app", `Bearer ${mintAppJwt(app.id, app.pem)}`)).status).toBe(200);
+    expect((await fetch(`${sim.url}/app-manifests/${code}/conversions`, { method: "POST" })).status).toBe(404);
+  });
+});
