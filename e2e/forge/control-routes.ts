@@ -3,7 +3,7 @@ import type { SimulatorControl } from "./control.ts";
 import type { Fault, FaultTable } from "./faults.ts";
 import type { TokenRequest } from "./rest.ts";
 
-export interface RequestRecord { method: string; path: string; query: string; status: number; auth: "jwt" | "token" | "none" }
+export interface RequestRecord { method: string; path: string; query: string; status: number; auth: "jwt" | "token" | "none"; apiVersion: string | null }
 
 export interface ControlContext { control: SimulatorControl; faults: FaultTable; requests: RequestRecord[]; tokenRequests: TokenRequest[] }
 

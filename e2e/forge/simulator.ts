@@ -67,7 +67,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   async function handle(req: Request): Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname.startsWith("/_control/")) return handleControl(req, url.pathname.slice("/_control/".length));
-    const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none" };
+    const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
     requests.push(record);
     const page = Number(url.searchParams.get("page") ?? 1) || 1;
     const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate"]);

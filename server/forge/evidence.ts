@@ -40,7 +40,7 @@ export interface GatherOptions {
 }
 
 export type GatherResult =
-  /** `retryAfterMs`: the longest provider delay a rate limit asked for, if any gap came from one. */
+  /** `retryAfterMs`: the longest provider delay any rate-limited request of this gathering asked for. */
   | { kind: "gathered"; evidence: Evidence; pullRequest: PullRequestDetails; retryAfterMs: number | null; requests: number }
   /** The pull request itself could not be read: nothing to evaluate. */
   | { kind: "unavailable"; error: ForgeError; requests: number };
@@ -51,7 +51,8 @@ const DEFAULT_CONCURRENCY = 8;
 
 export async function gatherEvidence(t: Transport, cache: FileCache, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
   const counter = { requests: 0 };
-  const call: CallOptions = { counter, ...(options.signal ? { signal: options.signal } : {}) };
+  const delays: number[] = [];
+  const call: CallOptions = { counter, onRateLimit: (ms) => delays.push(ms), ...(options.signal ? { signal: options.signal } : {}) };
   const { installationId, owner, repo } = request;
   let pr: PullRequestDetails;
   try {
@@ -59,22 +60,17 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
   } catch (error) {
     return { kind: "unavailable", error: error instanceof ForgeError ? error : new ForgeError("transient", "pull request could not be read"), requests: counter.requests };
   }
-  const delays: number[] = [];
-  const note = <T>(value: T & { retryAfterMs?: number | null }): T => {
-    if (typeof value.retryAfterMs === "number") delays.push(value.retryAfterMs);
-    return value;
-  };
   const base = { installationId, owner, repo };
 
   const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, sameHead] = await Promise.all([
-    listFiles(t, request, pr, call).then(note),
-    listReviews(t, request, call).then(note),
+    listFiles(t, request, pr, call),
+    listReviews(t, request, call),
     readCodeowners(t, cache, { ...base, ref: pr.baseSha }, call),
     readFile(t, cache, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
     pr.repository.ownerType === "Organization"
       ? readFile(t, cache, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call)
       : Promise.resolve<FileRead>({ kind: "missing" }),
-    sameHeadPullRequests(t, request, pr, call).then(note),
+    sameHeadPullRequests(t, request, pr, call),
   ]);
 
   const partial: Omit<Evidence, "directory"> = {
@@ -84,7 +80,7 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
       number: pr.number, headSha: pr.headSha, baseSha: pr.baseSha, baseRef: pr.baseRef, author: pr.author, state: pr.state,
       draft: pr.draft, labels: pr.labels, changedFiles: pr.changedFiles,
     },
-    files, reviews, codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: sameHead,
+    files: plain(files), reviews: plain(reviews), codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: plain(sameHead),
   };
   const plan = options.planLookups(partial);
   const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", plan, options.concurrency ?? DEFAULT_CONCURRENCY, call);
@@ -94,7 +90,12 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
   };
 }
 
-async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile> & { retryAfterMs?: number | null }> {
+/** Evidence is plain data: a gap carries its cause and detail only (the provider delay is reported beside the evidence). */
+function plain<T>(listed: Listed<T>): Listed<T> {
+  return listed.complete ? listed : { complete: false, cause: listed.cause, detail: listed.detail };
+}
+
+async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile>> {
   if (pr.changedFiles >= MAX_PULL_REQUEST_FILES) return gap("over_bound", `the pull request changes ${pr.changedFiles} files; the bound is under ${MAX_PULL_REQUEST_FILES}`);
   const listed = await listAll((params, c) => t.installation(r.installationId, FILES, params, c), {
     route: FILES, params: { owner: r.owner, repo: r.repo, pull_number: r.number }, maxItems: MAX_PULL_REQUEST_FILES - 1,
@@ -111,7 +112,7 @@ async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetail
   }
 }
 
-async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions): Promise<Listed<Review> & { retryAfterMs?: number | null }> {
+async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions): Promise<Listed<Review>> {
   const listed = await listAll((params, c) => t.installation(r.installationId, REVIEWS, params, c), {
     route: REVIEWS, params: { owner: r.owner, repo: r.repo, pull_number: r.number }, maxItems: MAX_REVIEWS, key: (item) => (item as Json | null)?.id,
   }, call);
@@ -141,7 +142,7 @@ async function readCodeowners(t: Transport, cache: FileCache, at: { installation
   return result;
 }
 
-async function sameHeadPullRequests(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<OpenPullRequestRef> & { retryAfterMs?: number | null }> {
+async function sameHeadPullRequests(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<OpenPullRequestRef>> {
   const open = await listOpenPullRequests(t, r.installationId, r.owner, r.repo, { max: MAX_OPEN_PULL_REQUESTS }, call);
   if (!open.complete) return open;
   return { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) };

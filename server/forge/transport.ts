@@ -30,6 +30,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Incremented once per forge request issued for this call (token exchanges excluded). */
   counter?: { requests: number };
+  /** Told the provider delay of every rate-limited response, so a caller can defer its retry (bounded to one day). */
+  onRateLimit?: (retryAfterMs: number) => void;
 }
 
 export interface ForgeResponse { data: unknown; headers: Record<string, string | number | undefined>; status: number }
@@ -46,17 +48,19 @@ export interface Transport {
 
 export function createTransport(options: TransportOptions): Transport {
   const baseFetch = options.fetch ?? globalThis.fetch;
-  // A fresh timeout signal per request: one made at startup would expire once for all (RECIPES 7).
+  // A fresh timeout signal per request: one made at startup would expire once for all (RECIPES 7). The API version header is
+  // set here because @octokit/core has no default-headers option and the token exchange uses @octokit/app's own instance.
   const timeoutFetch = ((input: RequestInfo | URL, init?: RequestInit) => {
     const timeout = AbortSignal.timeout(options.requestTimeoutMs);
-    return baseFetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
+    const headers = new Headers(init?.headers);
+    headers.set("x-github-api-version", FORGE_API_VERSION);
+    return baseFetch(input, { ...init, headers, signal: init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
   }) as typeof fetch;
   const log = options.logger.child({ component: "forge" });
   const quiet = { debug() {}, info() {}, warn: (message: string) => log.warn({ source: "octokit" }, String(message)), error: (message: string) => log.error({ source: "octokit" }, String(message)) };
   const ForgeOctokit = Octokit.defaults({
     baseUrl: options.apiUrl.replace(/\/+$/, ""),
     userAgent: options.userAgent ?? "codeowner-approval-service",
-    headers: { "x-github-api-version": FORGE_API_VERSION },
     request: { fetch: timeoutFetch },
   });
   const app = new App({ appId: options.appId, privateKey: options.privateKey, Octokit: ForgeOctokit, log: quiet });
@@ -92,7 +96,9 @@ export function createTransport(options: TransportOptions): Transport {
       const response = await octokit.request(route, { ...params, ...(call?.signal ? { request: { signal: call.signal } } : {}) });
       return { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
     } catch (error) {
-      throw report(error, route);
+      const classified = report(error, route);
+      if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
+      throw classified;
     }
   }
 
