@@ -5,7 +5,7 @@ import {
   ForgeState, type Account, type CheckRun, type ForgeApp, type Installation, type PullRequest, type RepoPermission,
   type Repository, type Review, type Team, type TeamRepoPermission,
 } from "./model.ts";
-import { appJson, checkRunJson, installationJson, pullJson, repositoryJson, reviewJson, userJson } from "./shapes.ts";
+import { appJson, checkRunJson, installationJson, pullJson, repositoryJson, reviewJson, teamJson, userJson } from "./shapes.ts";
 import { deliverWebhook, type WebhookDelivery } from "./webhooks.ts";
 
 export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
@@ -69,11 +69,24 @@ export class SimulatorControl {
     return inst;
   }
 
+  /** As createInstallation, then sends installation created (only to the new installation). */
+  async installApp(args: Parameters<SimulatorControl["createInstallation"]>[0]): Promise<Installation> {
+    const inst = this.createInstallation(args);
+    await this.emitToAccount(inst.accountLogin, "installation", () => ({
+      action: "created", installation: installationJson(this.base, this.state, inst), sender: this.userBody(inst.accountLogin),
+      repositories: [...this.state.repos.values()].filter((r) => r.ownerLogin.toLowerCase() === inst.accountLogin.toLowerCase() && (inst.repositorySelection === "all" || inst.repositoryIds.has(r.id)))
+        .map((r) => ({ id: r.id, name: r.name, full_name: `${r.ownerLogin}/${r.name}`, private: r.private })),
+    }), (i) => i.id === inst.id);
+    return inst;
+  }
+
   async suspendInstallation(args: { installationId: number; suspended: boolean }): Promise<void> {
     const inst = this.state.installations.get(args.installationId);
     if (!inst) throw new ControlError(404, "no such installation");
+    if ((inst.suspendedAt !== null) === args.suspended) return;
     inst.suspendedAt = args.suspended ? this.now() : null;
     for (const [token, t] of this.state.tokens) if (t.installationId === inst.id) this.state.tokens.delete(token);
+    await this.emitToAccount(inst.accountLogin, "installation", () => ({ action: args.suspended ? "suspend" : "unsuspend", installation: installationJson(this.base, this.state, inst), sender: this.userBody(inst.accountLogin) }), (i) => i.id === inst.id);
   }
 
   createRepository(args: { owner: string; name: string; defaultBranch?: string; private?: boolean; files?: Record<string, string> }): Repository {
@@ -93,10 +106,15 @@ export class SimulatorControl {
 
   async setRepository(args: { owner: string; repo: string; archived?: boolean; defaultBranch?: string }): Promise<Repository> {
     const repo = this.mustRepo(args.owner, args.repo);
-    if (args.archived !== undefined) repo.archived = args.archived;
-    if (args.defaultBranch !== undefined) {
+    if (args.archived !== undefined && args.archived !== repo.archived) {
+      repo.archived = args.archived;
+      await this.emit(repo, "repository", () => ({ action: args.archived ? "archived" : "unarchived", sender: this.userBody(repo.ownerLogin) }));
+    }
+    if (args.defaultBranch !== undefined && args.defaultBranch !== repo.defaultBranch) {
       if (!repo.branches.has(args.defaultBranch)) throw new ControlError(422, "no such branch");
+      const from = repo.defaultBranch;
       repo.defaultBranch = args.defaultBranch;
+      await this.emit(repo, "repository", () => ({ action: "edited", changes: { default_branch: { from } }, sender: this.userBody(repo.ownerLogin) }));
     }
     return repo;
   }
@@ -211,20 +229,36 @@ export class SimulatorControl {
     return pr;
   }
 
-  setCollaborator(args: { owner: string; repo: string; user: string; permission: RepoPermission | null }): void {
+  /** Sets a direct collaborator permission (null removes); sends member added/edited/removed. */
+  async setCollaborator(args: { owner: string; repo: string; user: string; permission: RepoPermission | null }): Promise<void> {
     const repo = this.mustRepo(args.owner, args.repo);
     if (!this.state.account(args.user)) this.createUser({ login: args.user });
-    if (args.permission === null) repo.collaborators.delete(args.user.toLowerCase());
-    else repo.collaborators.set(args.user.toLowerCase(), args.permission);
+    const key = args.user.toLowerCase();
+    const before = repo.collaborators.get(key) ?? null;
+    if (before === args.permission) return;
+    if (args.permission === null) repo.collaborators.delete(key);
+    else repo.collaborators.set(key, args.permission);
+    const action = before === null ? "added" : args.permission === null ? "removed" : "edited";
+    await this.emit(repo, "member", () => ({
+      action, member: this.userBody(args.user), sender: this.userBody(repo.ownerLogin),
+      ...(action === "edited" ? { changes: { permission: { from: before, to: args.permission } } } : {}),
+    }));
   }
 
-  setOrgMembership(args: { org: string; user: string; state: "active" | "pending" | null; role?: "member" | "admin" }): void {
+  /** Sets an organization membership (null removes); sends organization member_added/member_invited/member_removed. */
+  async setOrgMembership(args: { org: string; user: string; state: "active" | "pending" | null; role?: "member" | "admin" }): Promise<void> {
     if (!this.state.account(args.user)) this.createUser({ login: args.user });
     const key = args.org.toLowerCase();
     const members = this.state.memberships.get(key) ?? new Map();
     this.state.memberships.set(key, members);
+    const had = members.has(args.user.toLowerCase());
     if (args.state === null) members.delete(args.user.toLowerCase());
     else members.set(args.user.toLowerCase(), { state: args.state, role: args.role ?? "member" });
+    if (args.state === null && !had) return;
+    const action = args.state === null ? "member_removed" : args.state === "pending" ? "member_invited" : "member_added";
+    await this.emitToAccount(args.org, "organization", () => ({
+      action, membership: { state: args.state ?? "inactive", role: args.role ?? "member", user: this.userBody(args.user) }, sender: this.userBody(args.org),
+    }));
   }
 
   createTeam(args: { org: string; slug: string; name?: string; privacy?: "closed" | "secret" }): Team {
@@ -237,20 +271,48 @@ export class SimulatorControl {
     return team;
   }
 
-  setTeam(args: { org: string; team: string; privacy: "closed" | "secret" }): void { this.mustTeam(args.org, args.team).privacy = args.privacy; }
-
-  setTeamRepository(args: { org: string; team: string; owner: string; repo: string; permission: TeamRepoPermission | null }): void {
+  /** Changes a team's privacy; sends team edited. */
+  async setTeam(args: { org: string; team: string; privacy: "closed" | "secret" }): Promise<void> {
     const team = this.mustTeam(args.org, args.team);
-    const repo = this.mustRepo(args.owner, args.repo);
-    if (args.permission === null) team.repos.delete(repo.id);
-    else team.repos.set(repo.id, args.permission);
+    if (team.privacy === args.privacy) return;
+    const from = team.privacy;
+    team.privacy = args.privacy;
+    await this.emitToAccount(args.org, "team", () => ({ action: "edited", team: teamJson(this.base, this.state, team), changes: { privacy: { from } }, sender: this.userBody(args.org) }));
   }
 
-  setTeamMembership(args: { org: string; team: string; user: string; state: "active" | "pending" | null; role?: "member" | "maintainer" }): void {
+  /** Grants a team access to a repository (null removes); sends team added_to_repository/edited/removed_from_repository. */
+  async setTeamRepository(args: { org: string; team: string; owner: string; repo: string; permission: TeamRepoPermission | null }): Promise<void> {
+    const team = this.mustTeam(args.org, args.team);
+    const repo = this.mustRepo(args.owner, args.repo);
+    const before = team.repos.get(repo.id) ?? null;
+    if (before === args.permission) return;
+    if (args.permission === null) team.repos.delete(repo.id);
+    else team.repos.set(repo.id, args.permission);
+    const action = before === null ? "added_to_repository" : args.permission === null ? "removed_from_repository" : "edited";
+    await this.emitToAccount(args.org, "team", () => ({ action, team: teamJson(this.base, this.state, team), repository: repositoryJson(this.base, this.state, repo), sender: this.userBody(args.org) }));
+  }
+
+  /** Sets a team membership (null removes); sends membership added/removed. */
+  async setTeamMembership(args: { org: string; team: string; user: string; state: "active" | "pending" | null; role?: "member" | "maintainer" }): Promise<void> {
     const team = this.mustTeam(args.org, args.team);
     if (!this.state.account(args.user)) this.createUser({ login: args.user });
+    const had = team.members.has(args.user.toLowerCase());
     if (args.state === null) team.members.delete(args.user.toLowerCase());
     else team.members.set(args.user.toLowerCase(), { state: args.state, role: args.role ?? "member" });
+    if (had === (args.state !== null)) return;
+    await this.emitToAccount(args.org, "membership", () => ({
+      action: args.state === null ? "removed" : "added", scope: "team", member: this.userBody(args.user), team: teamJson(this.base, this.state, team), sender: this.userBody(args.org),
+    }));
+  }
+
+  /** Creates, edits or deletes a repository label definition; sends label created/edited/deleted. */
+  async defineLabel(args: { owner: string; repo: string; name: string; action: "created" | "edited" | "deleted"; color?: string }): Promise<void> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const key = `${repo.id}/${args.name}`;
+    const id = this.state.labelIds.get(key) ?? this.state.nextId("label");
+    if (args.action === "deleted") this.state.labelIds.delete(key);
+    else this.state.labelIds.set(key, id);
+    await this.emit(repo, "label", () => ({ action: args.action, label: { id, node_id: "", url: "", name: args.name, color: args.color ?? "ededed", default: false, description: null }, sender: this.userBody(repo.ownerLogin) }));
   }
 
   checkRuns(args: { owner: string; repo: string; headSha?: string }): ReturnType<typeof checkRunJson>[] {
@@ -275,13 +337,23 @@ export class SimulatorControl {
   }
 
   /** Sends `event` to every non-suspended installation that can see `repo` (optionally filtered), with GitHub-like common fields. */
-  async emit(repo: Repository, event: string, build: () => Record<string, unknown>, filter?: (i: Installation) => boolean): Promise<void> {
+  emit(repo: Repository, event: string, build: () => Record<string, unknown>, filter?: (i: Installation) => boolean): Promise<void> {
     const targets = this.state.installationsFor(repo).filter((i) => i.suspendedAt === null && (!filter || filter(i)));
-    const owner = this.state.account(repo.ownerLogin);
+    return this.send(targets, repo.ownerLogin, event, () => ({ ...build(), repository: repositoryJson(this.base, this.state, repo) }));
+  }
+
+  /** Sends an account-wide event (organization, membership, team, installation) to every installation on that account. */
+  emitToAccount(account: string, event: string, build: () => Record<string, unknown>, filter?: (i: Installation) => boolean): Promise<void> {
+    const targets = [...this.state.installations.values()].filter((i) => i.accountLogin.toLowerCase() === account.toLowerCase() && (!filter || filter(i)));
+    return this.send(targets, account, event, build);
+  }
+
+  private async send(targets: Installation[], account: string, event: string, build: () => Record<string, unknown>): Promise<void> {
+    const owner = this.state.account(account);
     await Promise.all(targets.map(async (inst) => {
       const app = this.state.apps.get(inst.appId)!;
       const payload = {
-        ...build(), repository: repositoryJson(this.base, this.state, repo),
+        ...build(),
         ...(owner?.type === "Organization" ? { organization: { login: owner.login, id: owner.id } } : {}),
         installation: { id: inst.id, node_id: Buffer.from(`Installation:${inst.id}`).toString("base64") },
       };

@@ -34,7 +34,7 @@ export async function createScenario(sim: ForgeSimulator, options: ScenarioOptio
   c.createOrganization({ login: org });
   const app = c.createApp({ slug: "approval-service", owner: org, publicKeyPem: options.keys.publicKey });
   const bot = c.createApp({ slug: "docs-review-bot", owner: "bot-vendor", publicKeyPem: options.keys.publicKey });
-  for (const login of ["alice", "bob", "carol", "dave", "erin"]) { c.createUser({ login }); c.setOrgMembership({ org, user: login, state: "active" }); }
+  for (const login of ["alice", "bob", "carol", "dave", "erin"]) { c.createUser({ login }); await c.setOrgMembership({ org, user: login, state: "active" }); }
   const renamed: Record<string, string> = {};
   for (let i = 0; i < (options.renames ?? 0); i++) renamed[`src/old/module-${i}.ts`] = `export const m${i} = ${i};\n`;
   c.createRepository({
@@ -45,15 +45,15 @@ export async function createScenario(sim: ForgeSimulator, options: ScenarioOptio
     },
   });
   c.createRepository({ owner: org, name: ".forge", files: { [POLICY_PATH]: `schema_version = 1\n[[trusted_apps]]\nslug = "docs-review-bot"\napp_id = ${bot.id}\n` } });
-  for (const login of ["alice", "bob"]) c.setCollaborator({ owner: org, repo: "web", user: login, permission: "write" });
-  c.setCollaborator({ owner: org, repo: "web", user: "carol", permission: "read" });
+  for (const login of ["alice", "bob"]) await c.setCollaborator({ owner: org, repo: "web", user: login, permission: "write" });
+  await c.setCollaborator({ owner: org, repo: "web", user: "carol", permission: "read" });
   c.createTeam({ org, slug: "core", privacy: "closed" });
   c.createTeam({ org, slug: "docs", privacy: "secret" });
-  c.setTeamRepository({ org, team: "core", owner: org, repo: "web", permission: "push" });
-  c.setTeamRepository({ org, team: "docs", owner: org, repo: "web", permission: "pull" });
-  c.setTeamMembership({ org, team: "core", user: "dave", state: "active" });
-  c.setTeamMembership({ org, team: "core", user: "erin", state: "pending" });
-  c.setTeamMembership({ org, team: "docs", user: "carol", state: "active" });
+  await c.setTeamRepository({ org, team: "core", owner: org, repo: "web", permission: "push" });
+  await c.setTeamRepository({ org, team: "docs", owner: org, repo: "web", permission: "pull" });
+  await c.setTeamMembership({ org, team: "core", user: "dave", state: "active" });
+  await c.setTeamMembership({ org, team: "core", user: "erin", state: "pending" });
+  await c.setTeamMembership({ org, team: "docs", user: "carol", state: "active" });
   const installation = c.createInstallation({ appId: app.id, account: org });
   c.createInstallation({ appId: bot.id, account: org, repositories: ["web"] });
 

@@ -127,6 +127,26 @@ describe("webhooks", () => {
     expect(sim.control.deliveries.every((d) => d.status === 202)).toBe(true);
   });
 
+  test("directory, repository, label and installation changes send their events", async () => {
+    received.length = 0;
+    await sim.control.setCollaborator({ owner: "acme", repo: "web", user: "carol", permission: "write" });
+    await sim.control.setOrgMembership({ org: "acme", user: "carol", state: null });
+    await sim.control.setTeam({ org: "acme", team: "docs", privacy: "closed" });
+    await sim.control.setTeamRepository({ org: "acme", team: "docs", owner: "acme", repo: "web", permission: "push" });
+    await sim.control.setTeamMembership({ org: "acme", team: "docs", user: "alice", state: "active" });
+    await sim.control.setRepository({ owner: "acme", repo: ".forge", archived: true });
+    await sim.control.defineLabel({ owner: "acme", repo: "web", name: "bot-review", action: "edited" });
+    await sim.control.suspendInstallation({ installationId: s.installationId, suspended: true });
+    await sim.control.suspendInstallation({ installationId: s.installationId, suspended: false });
+    const ours = received.map((r) => JSON.parse(r.body)).filter((p) => p.installation.id === s.installationId).map((p) => p.action);
+    const events = received.filter((r) => JSON.parse(r.body).installation.id === s.installationId).map((r) => r.headers.get("x-forge-event"));
+    expect(events.map((e, i) => `${e}.${ours[i]}`)).toEqual([
+      "member.edited", "organization.member_removed", "team.edited", "team.edited", "membership.added", "repository.archived",
+      "label.edited", "installation.suspend", "installation.unsuspend",
+    ]);
+    await sim.control.setRepository({ owner: "acme", repo: ".forge", archived: false });
+  });
+
   test("a check run rerequest goes only to the App that owns the run", async () => {
     const t = (await token()).body.token;
     const run = (await (await fetch(`${sim.url}/repos/acme/web/check-runs`, { method: "POST", headers: { authorization: `token ${t}` }, body: JSON.stringify({ name: "Service / approval", head_sha: s.headSha }) })).json()) as { id: number };
