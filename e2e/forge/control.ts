@@ -41,12 +41,13 @@ export class SimulatorControl {
     return account;
   }
 
-  createApp(args: { slug: string; name?: string; owner?: string; publicKeyPem: string; permissions?: Record<string, string>; events?: string[]; webhookUrl?: string; webhookSecret?: string }): ForgeApp {
+  createApp(args: { id?: number; slug: string; name?: string; owner?: string; publicKeyPem: string; permissions?: Record<string, string>; events?: string[]; webhookUrl?: string; webhookSecret?: string }): ForgeApp {
     if (this.state.appBySlug(args.slug)) throw new ControlError(422, "slug taken");
+    if (args.id !== undefined && this.state.apps.has(args.id)) throw new ControlError(422, "App ID taken");
     const owner = args.owner ?? args.slug;
     if (!this.state.account(owner)) this.createOrganization({ login: owner });
     const app: ForgeApp = {
-      id: this.state.nextId("app"), slug: args.slug, name: args.name ?? args.slug, ownerLogin: owner,
+      id: args.id ?? this.state.nextId("app"), slug: args.slug, name: args.name ?? args.slug, ownerLogin: owner,
       publicKey: createPublicKey(args.publicKeyPem), permissions: args.permissions ?? { ...DEFAULT_APP_PERMISSIONS },
       events: args.events ?? DEFAULT_APP_EVENTS, clientId: `Iv1.${randomBytes(8).toString("hex")}`,
       webhookUrl: args.webhookUrl, webhookSecret: args.webhookSecret, createdAt: this.now(),

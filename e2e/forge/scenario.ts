@@ -21,7 +21,10 @@ export interface Scenario {
 export const POLICY_PATH = ".forge/service-policy.toml";
 
 export interface ScenarioOptions {
+  /** The service App's key pair; the public half may be the private PEM itself (the public key is derived from it). */
   keys: AppKeys;
+  /** The service App's ID (default: allocated by the simulator), e.g. SERVICE_FORGE_APP_ID for the demo. */
+  appId?: number;
   /** Files changed by the pull request besides the fixed ones (path → content). */
   extraFiles?: number;
   renames?: number;
@@ -32,7 +35,7 @@ export async function createScenario(sim: ForgeSimulator, options: ScenarioOptio
   const c = sim.control;
   const org = "acme";
   c.createOrganization({ login: org });
-  const app = c.createApp({ slug: "approval-service", owner: org, publicKeyPem: options.keys.publicKey });
+  const app = c.createApp({ id: options.appId, slug: "approval-service", owner: org, publicKeyPem: options.keys.publicKey });
   const bot = c.createApp({ slug: "docs-review-bot", owner: "bot-vendor", publicKeyPem: options.keys.publicKey });
   for (const login of ["alice", "bob", "carol", "dave", "erin"]) { c.createUser({ login }); await c.setOrgMembership({ org, user: login, state: "active" }); }
   const renamed: Record<string, string> = {};

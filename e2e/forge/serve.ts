@@ -1,0 +1,36 @@
+// Runs the forge simulator as a process (demo, Playwright, benchmarks):
+//   bun e2e/forge/serve.ts [--port N] [--webhook-url URL] [--webhook-secret-file PATH]
+//                          [--seed --app-private-key-file PATH [--app-id N]]
+// Prints one JSON line: { url } (plus the seeded scenario's IDs with --seed), then serves until SIGINT/SIGTERM.
+import { readFileSync } from "node:fs";
+import { createScenario } from "./scenario.ts";
+import { startForgeSimulator } from "./simulator.ts";
+
+function option(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+export async function main(args: string[]): Promise<void> {
+  const secretFile = option(args, "--webhook-secret-file");
+  const sim = startForgeSimulator({
+    port: Number(option(args, "--port") ?? 0),
+    webhookUrl: option(args, "--webhook-url"),
+    webhookSecret: secretFile ? readFileSync(secretFile, "utf8").trim() : undefined,
+  });
+  let seeded: Record<string, unknown> = {};
+  if (args.includes("--seed")) {
+    const keyFile = option(args, "--app-private-key-file");
+    if (!keyFile) throw new Error("--seed needs --app-private-key-file");
+    const privateKey = readFileSync(keyFile, "utf8");
+    const appId = option(args, "--app-id");
+    const s = await createScenario(sim, { keys: { privateKey, publicKey: privateKey }, appId: appId ? Number(appId) : undefined });
+    seeded = { appId: s.appId, installationId: s.installationId, repository: `${s.org}/${s.repo}`, pullNumber: s.pullNumber, headSha: s.headSha };
+  }
+  process.stdout.write(`${JSON.stringify({ url: sim.url, ...seeded })}\n`);
+  const stop = () => { void sim.stop().then(() => process.exit(0)); };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+if (import.meta.main) await main(process.argv.slice(2));
