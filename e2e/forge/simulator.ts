@@ -2,6 +2,7 @@
 //   startForgeSimulator({ port?, webhookUrl?, webhookSecret? }) → { url, stop(), control, faults, requests, tokenRequests }
 // Auth: App JWT (RS256, verified with the App's public key) for /app routes; installation tokens (ghs_…) for everything else,
 // each checked against the permissions requested when it was issued. Faults are injected per route (see faults.ts).
+import { createHash } from "node:crypto";
 import { ControlError, SimulatorControl } from "./control.ts";
 import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
 import { FaultTable, type Fault } from "./faults.ts";
@@ -90,7 +91,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
       if (error instanceof HttpFail) result = { status: error.status, body: { message: error.message, status: String(error.status) } };
       else throw error;
     }
-    const response = respond(record, result);
+    const response = respond(record, result, req.headers.get("if-none-match"));
     if (fault?.kind === "truncate") {
       const text = await response.text();
       return new Response(text.slice(0, Math.floor(text.length / 2)), { status: response.status, headers: response.headers });
@@ -134,7 +135,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     return { kind: "token", token, installation };
   }
 
-  function respond(record: RequestRecord, result: Result): Response {
+  function respond(record: RequestRecord, result: Result, ifNoneMatch: string | null = null): Response {
     record.status = result.status;
     const headers: Record<string, string> = {
       "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
@@ -142,7 +143,17 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     };
     if (result.body === undefined) return new Response(null, { status: result.status, headers });
     headers["content-type"] = "application/json; charset=utf-8";
-    return new Response(JSON.stringify(result.body), { status: result.status, headers });
+    const text = JSON.stringify(result.body);
+    if (record.method === "GET" && result.status === 200) {
+      // Conditional requests as on the forge: a matching If-None-Match gets 304 without a body (and spends no rate limit).
+      headers.etag = `W/"${createHash("sha1").update(text).digest("hex")}"`;
+      if (ifNoneMatch === headers.etag) {
+        record.status = 304;
+        delete headers["content-type"];
+        return new Response(null, { status: 304, headers });
+      }
+    }
+    return new Response(text, { status: result.status, headers });
   }
 
   async function handleControl(req: Request, operation: string): Promise<Response> {

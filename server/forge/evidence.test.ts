@@ -74,14 +74,24 @@ describe("evidence for a realistic pull request", () => {
     expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
   });
 
-  test("a second evaluation reads the base-commit files from cache but revalidates every eligibility fact", async () => {
+  test("a second evaluation reads the base-commit files from cache and revalidates everything else with conditional requests", async () => {
     const client = clientFor(sim, s);
-    gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    const first = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
     sim.requests.length = 0;
     const r = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(r.evidence).toEqual(first.evidence);
     expect(r.requests).toBe(31);
+    // Every 200 is revalidated with 304; the six team-membership lookups of non-members answer 404 again.
+    expect(r.notModified).toBe(25);
+    expect(sim.requests.filter((q) => q.status !== 304).map((q) => q.status)).toEqual([404, 404, 404, 404, 404, 404]);
     expect(sim.requests.some((q) => q.path.includes("/contents/") && q.query.includes(s.baseSha))).toBe(false);
     expect(sim.requests.filter((q) => q.path.includes("/collaborators/"))).toHaveLength(4);
+
+    await sim.control.setCollaborator({ owner: s.org, repo: s.repo, user: "alice", permission: "read" });
+    const third = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(third.evidence.directory.collaborators.alice).toEqual({ kind: "found", value: { permission: "read" } });
+    expect(third.notModified).toBe(24);
+    await sim.control.setCollaborator({ owner: s.org, repo: s.repo, user: "alice", permission: "write" });
   });
 });
 

@@ -41,7 +41,8 @@ export interface GatherOptions {
 
 export type GatherResult =
   /** `retryAfterMs`: the longest provider delay any rate-limited request of this gathering asked for. */
-  | { kind: "gathered"; evidence: Evidence; pullRequest: PullRequestDetails; retryAfterMs: number | null; requests: number }
+  /** `requests`: forge requests issued; `notModified`: how many of them the forge answered 304 (no rate limit spent). */
+  | { kind: "gathered"; evidence: Evidence; pullRequest: PullRequestDetails; retryAfterMs: number | null; requests: number; notModified: number }
   /** The pull request itself could not be read: nothing to evaluate. */
   | { kind: "unavailable"; error: ForgeError; requests: number };
 
@@ -50,7 +51,7 @@ const REVIEWS = "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews";
 const DEFAULT_CONCURRENCY = 8;
 
 export async function gatherEvidence(t: Transport, cache: FileCache, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
-  const counter = { requests: 0 };
+  const counter = { requests: 0, notModified: 0 };
   const delays: number[] = [];
   const call: CallOptions = { counter, onRateLimit: (ms) => delays.push(ms), ...(options.signal ? { signal: options.signal } : {}) };
   const { installationId, owner, repo } = request;
@@ -86,7 +87,7 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
   const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", plan, options.concurrency ?? DEFAULT_CONCURRENCY, call);
   return {
     kind: "gathered", evidence: { ...partial, directory: dir }, pullRequest: pr,
-    retryAfterMs: delays.length ? Math.max(...delays) : null, requests: counter.requests,
+    retryAfterMs: delays.length ? Math.max(...delays) : null, requests: counter.requests, notModified: counter.notModified,
   };
 }
 

@@ -64,3 +64,13 @@ test("a 401 drops the cached installation token so the next request gets a fresh
   await expect(client.getRepository(s.installationId, "acme", "web")).rejects.toMatchObject({ kind: "unauthorized" });
   expect(await client.getRepository(s.installationId, "acme", "web")).toMatchObject({ name: "web" });
 });
+
+test("a truncated body is never kept for conditional requests: the next request reads the whole body again", async () => {
+  const client = clientFor(sim, s);
+  sim.injectFault({ kind: "truncate", path: `/repos/acme/web/pulls/${s.pullNumber}`, times: 1 });
+  await expect(client.getPullRequest(s.installationId, "acme", "web", s.pullNumber)).rejects.toMatchObject({ kind: "transient" });
+  expect(await client.getPullRequest(s.installationId, "acme", "web", s.pullNumber)).toMatchObject({ number: s.pullNumber, headSha: s.headSha });
+  expect(sim.requests.at(-1)!.status).toBe(200);
+  expect(await client.getPullRequest(s.installationId, "acme", "web", s.pullNumber)).toMatchObject({ number: s.pullNumber });
+  expect(sim.requests.at(-1)!.status).toBe(304);
+});

@@ -12,6 +12,8 @@ export const INSTALLATION_PERMISSIONS = Object.freeze({ checks: "write", content
 export const FORGE_API_VERSION = "2026-03-10";
 /** Page size of every list (the forge's maximum, DESIGN 7.1). */
 export const PER_PAGE = 100;
+/** GET responses kept for conditional requests (ETag / If-None-Match): a 304 revalidates them and spends no rate limit. */
+export const CONDITIONAL_CACHE_ENTRIES = 512;
 
 export interface TransportOptions {
   apiUrl: string;
@@ -28,8 +30,8 @@ export interface TransportOptions {
 export interface CallOptions {
   /** Caller's overall deadline (e.g. the webhook fast path); combined with the per-request timeout. */
   signal?: AbortSignal;
-  /** Incremented once per forge request issued for this call (token exchanges excluded). */
-  counter?: { requests: number };
+  /** Incremented once per forge request issued for this call (token exchanges excluded); `notModified` counts 304s. */
+  counter?: { requests: number; notModified?: number };
   /** Told the provider delay of every rate-limited response, so a caller can defer its retry (bounded to one day). */
   onRateLimit?: (retryAfterMs: number) => void;
 }
@@ -90,12 +92,33 @@ export function createTransport(options: TransportOptions): Transport {
     return classified;
   }
 
-  async function send(octokit: OctokitInstance, route: string, params: Record<string, unknown>, call: CallOptions | undefined): Promise<ForgeResponse> {
+  // Conditional requests (DESIGN 7.1): the forge answers 304 when nothing changed, which revalidates the kept body; it is
+  // never a cache that skips asking, so eligibility facts are still checked at every evaluation.
+  const conditional = new Map<string, { etag: string; response: ForgeResponse }>();
+
+  async function send(octokit: OctokitInstance, scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined): Promise<ForgeResponse> {
     if (call?.counter) call.counter.requests += 1;
+    const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
+    const kept = key ? conditional.get(key) : undefined;
+    const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
     try {
-      const response = await octokit.request(route, { ...params, ...(call?.signal ? { request: { signal: call.signal } } : {}) });
-      return { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
+      const response = await octokit.request(route, { ...params, headers, ...(call?.signal ? { request: { signal: call.signal } } : {}) });
+      const result: ForgeResponse = { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
+      const etag = result.headers.etag;
+      // Only parsed JSON is kept: a truncated body arrives as a string and must never be revalidated into use.
+      if (key && typeof etag === "string" && response.status === 200 && typeof result.data === "object" && result.data !== null) {
+        conditional.delete(key);
+        conditional.set(key, { etag, response: result });
+        if (conditional.size > CONDITIONAL_CACHE_ENTRIES) conditional.delete(conditional.keys().next().value!);
+      }
+      return result;
     } catch (error) {
+      if (kept && key && (error as { status?: unknown }).status === 304) {
+        if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
+        conditional.delete(key);
+        conditional.set(key, kept);
+        return kept.response;
+      }
       const classified = report(error, route);
       if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
       throw classified;
@@ -104,11 +127,11 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     appId: options.appId,
-    app: (route, params, call) => send(app.octokit, route, params, call),
+    app: (route, params, call) => send(app.octokit, "app", route, params, call),
     async installation(installationId, route, params, call) {
       const octokit = await octokitFor(installationId);
       try {
-        return await send(octokit, route, params, call);
+        return await send(octokit, `installation:${installationId}`, route, params, call);
       } catch (error) {
         if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
         throw error;
