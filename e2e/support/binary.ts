@@ -52,7 +52,12 @@ export async function startBinary(env: Record<string, string>, options: { cwd?: 
   let output = "";
   const decoder = new TextDecoder();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      output += decoder.decode(value, { stream: true });
+    }
   };
   const pumps = Promise.all([pump(proc.stdout as ReadableStream<Uint8Array>), pump(proc.stderr as ReadableStream<Uint8Array>)]);
   const deadline = Date.now() + 15_000;

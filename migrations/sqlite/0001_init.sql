@@ -82,6 +82,9 @@ CREATE TABLE jobs (
   evaluation_generation INTEGER,
   authority_epoch INTEGER,
   attempts INTEGER NOT NULL DEFAULT 0,
+  -- Bumped whenever new work merges into this live row; a worker that claimed the row re-runs it (back to pending) instead
+  -- of deleting it when the count moved while it held the lease, so work merged into a leased row is never lost.
+  merges INTEGER NOT NULL DEFAULT 0,
   run_at_ms INTEGER NOT NULL,
   lease_owner TEXT,
   lease_expires_at_ms INTEGER,

@@ -1,12 +1,17 @@
 import type { Config } from "../config/index.ts";
 import { describeConfig } from "../config/index.ts";
 import { createApp } from "../http/app.ts";
+import { createForgeClient, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
+import type { WebhookDeps } from "../ingress/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import { assertCompatible, openStore, type Store, StoreError } from "../store/index.ts";
 import { APPLICATION_VERSION, BUILD_REVISION_VALUE } from "../build-info.ts";
 import { describe } from "./database.ts";
+
+/** Bound on each forge request; the fast path has its own, shorter overall deadline. */
+export const FORGE_REQUEST_TIMEOUT_MS = 10_000;
 
 export type RunningService = { readonly url: string; readonly port: number; stop(): Promise<void> };
 
@@ -32,8 +37,30 @@ export async function startService(config: Config, log: Logger): Promise<Running
   const metrics = createMetrics({ readQueueGauges: () => store.queueGauges() });
   metrics.insecureChangesEnabled.set(config.allowInsecureChanges ? 1 : 0);
 
-  const health: HealthSources = { config, store, credentials: null, worker: null, reconciler: null };
-  const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics });
+  // "Evaluator configured" = this process has a forge client (App ID and key), whatever SERVICE_WORKER_ENABLED says (DESIGN 3.6).
+  let forge: ForgeClient | null = null;
+  let probe: IdentityProbe | null = null;
+  if (config.forge.appId !== null && config.forge.privateKey !== null) {
+    forge = createForgeClient({ apiUrl: config.forge.apiUrl, appId: config.forge.appId, privateKey: config.forge.privateKey, requestTimeoutMs: FORGE_REQUEST_TIMEOUT_MS, checkName: config.checkName, logger: log });
+    probe = createIdentityProbe({ client: forge, appId: config.forge.appId, intervalMs: config.forge.identityProbeIntervalSeconds * 1000, freshnessMs: config.forge.identityFreshnessSeconds * 1000, logger: log });
+    probe.start();
+  } else {
+    log.warn("no App ID and private key configured: no forge client, so direct triggers are stored but answered 503 and readiness stays false");
+  }
+
+  const now = () => Date.now();
+  const webhook: WebhookDeps = {
+    secret: config.webhookSecret,
+    store,
+    metrics,
+    log,
+    mapping: { organizationPolicyRepository: config.organizationPolicyRepository, checkName: config.checkName, appId: config.forge.appId },
+    fastPath: forge ? { forge, store, policyPath: config.policyPath, now } : null,
+    invalidationTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
+    now,
+  };
+  const health: HealthSources = { config, store, credentials: probe, worker: null, reconciler: null };
+  const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook });
   const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
@@ -42,6 +69,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     port: server.port ?? config.port,
     async stop() {
       await server.stop();
+      await probe?.stop();
       await store.close();
       log.info("stopped");
     },

@@ -1,17 +1,20 @@
 import { Elysia } from "elysia";
 import type { Config } from "../config/index.ts";
+import type { WebhookDeps } from "../ingress/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { docsRoutes } from "./docs-routes.ts";
 import type { HealthSources } from "./health.ts";
 import { type BuildInfo, opsRoutes } from "./ops-routes.ts";
+import { webhookRoutes } from "./webhook-route.ts";
 
-export type AppDeps = { config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics };
+export type AppDeps = { config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics; webhook: WebhookDeps };
 
 /** The HTTP application: one Elysia instance per route group, composed here. */
 export function createApp(deps: AppDeps) {
   return new Elysia({ nativeStaticResponse: false })
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
+    .use(webhookRoutes(deps.webhook))
     .onError(({ code }) => {
       // One place that turns errors into responses; details stay in logs, never in bodies.
       if (code === "NOT_FOUND") return new Response(JSON.stringify({ error: "not_found" }), { status: 404, headers: { "content-type": "application/json; charset=utf-8" } });

@@ -49,7 +49,7 @@ export function docsRoutes(version: string) {
             { name: "health", description: "orchestrator probes" },
             { name: "webhook", description: "forge deliveries" },
           ],
-          paths: webhookPathDocument,
+          paths: webhookPathDocument as never,
         },
       }),
     )

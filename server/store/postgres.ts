@@ -3,6 +3,7 @@ import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import type { Op, OpOptions } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -19,6 +20,12 @@ export const MIGRATION_STATEMENT_TIMEOUT_MS = 60_000;
 export const MIGRATION_LOCK_KEY = 0x63616f2d6d696772n;
 
 export type Sql = postgres.Sql;
+
+/** Advisory-lock key of an installation's publication guard (shared: check writes; exclusive: authority acceptance). */
+export function publicationGuardKey(installationId: number): string {
+  // 0x6361 ("ca") in the high bits keeps these keys apart from the migration lock; installation IDs fit the low 48 bits.
+  return (0x6361n * 2n ** 48n + BigInt(installationId)).toString();
+}
 
 export function connect(target: PostgresTarget, options: { max?: number; applicationName?: string } = {}): Sql {
   const ssl = target.tls
@@ -46,7 +53,8 @@ export function connect(target: PostgresTarget, options: { max?: number; applica
       statement_timeout: STATEMENT_TIMEOUT_MS,
     },
     onnotice: () => {},
-    // bigint columns arrive as strings; the store converts the ones it reads.
+    // int8 columns (IDs, generations, epoch milliseconds) as numbers: every value the service stores is a safe integer.
+    types: { int8: { to: 20, from: [20], serialize: (value: unknown) => String(value), parse: (value: string) => Number(value) } },
   });
 }
 
@@ -120,8 +128,53 @@ export class PostgresStore implements Store {
     }
   }
 
+  async acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>> {
+    const connection = await acquire(this.sql);
+    try {
+      await connection.unsafe(`set lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      await connection.unsafe("select pg_advisory_lock_shared($1::bigint)", [publicationGuardKey(installationId)]);
+      await connection.unsafe("reset lock_timeout");
+    } catch (error) {
+      await connection.unsafe("reset lock_timeout").catch(() => {});
+      connection.release();
+      throw classify(error);
+    }
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      // Unlock on the same session before the connection returns to the pool (RECIPES 5).
+      await connection.unsafe("select pg_advisory_unlock_shared($1::bigint)", [publicationGuardKey(installationId)]).catch(() => {});
+      connection.release();
+    };
+  }
+
   async ping(): Promise<void> {
     await this.withConnection((sql) => sql`select 1`);
+  }
+
+  /**
+   * Runs one operation in one transaction. The exclusive installation guard is a transaction-level advisory lock waited for
+   * with a lock_timeout of the given bound (workers take the same key shared around a check write).
+   */
+  async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
+    return this.withConnection((sql) =>
+      inTransaction(sql, async () => {
+        if (options.exclusiveGuard) {
+          await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
+          await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
+          await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
+        }
+        const steps = op();
+        let step = steps.next();
+        while (!step.done) {
+          const query = step.value;
+          const result = await sql.unsafe(query.sql, query.params as never[]);
+          step = steps.next(query.mode === "one" ? (result[0] ?? null) : query.mode === "all" ? [...result] : result.count);
+        }
+        return step.value;
+      }),
+    );
   }
 
   async schemaIdentity(): Promise<SchemaIdentity | null> {

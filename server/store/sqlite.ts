@@ -2,6 +2,8 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import type { Op, OpOptions, Query } from "./op.ts";
+import { RwLock } from "./rw-lock.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -14,7 +16,45 @@ export const SQLITE_MIGRATION_LOCK_WAIT_MS = 60_000;
 
 export class SqliteStore implements Store {
   readonly backend = "sqlite" as const;
+  /** The installation publication guard of this process (DESIGN 4: an in-process read/write lock for SQLite). */
+  readonly guard = new RwLock();
+  private statements = new Map<string, ReturnType<Database["query"]>>();
   private constructor(readonly db: Database) {}
+
+  /** Runs one operation in one synchronous write transaction, under the exclusive guard when asked. */
+  async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
+    const release = options.exclusiveGuard
+      ? await this.guard.acquireExclusive(String(options.exclusiveGuard.installationId), options.exclusiveGuard.timeoutMs)
+      : null;
+    try {
+      return this.db.transaction(() => {
+        const steps = op();
+        let step = steps.next();
+        while (!step.done) step = steps.next(this.query(step.value));
+        return step.value;
+      }).immediate();
+    } finally {
+      release?.();
+    }
+  }
+
+  async acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>> {
+    const release = await this.guard.acquireShared(String(installationId), timeoutMs);
+    return async () => release();
+  }
+
+  private query(query: Query): unknown {
+    let statement = this.statements.get(query.sql);
+    if (!statement) {
+      // $n placeholders become ?n; PostgreSQL casts (::jsonb, ::bigint) have no SQLite meaning.
+      statement = this.db.query(query.sql.replace(/\$(\d+)/g, "?$1").replace(/::[a-z]+/g, ""));
+      this.statements.set(query.sql, statement);
+    }
+    const params = query.params.map((p) => (typeof p === "boolean" ? (p ? 1 : 0) : p ?? null)) as never[];
+    if (query.mode === "one") return statement.get(...params) ?? null;
+    if (query.mode === "all") return statement.all(...params);
+    return statement.run(...params).changes;
+  }
 
   static open(path: string, options: { create: boolean }): SqliteStore {
     if (!options.create && path !== ":memory:" && !existsSync(path)) {

@@ -1,4 +1,5 @@
 import type { QueueGauges } from "../observability/metrics.ts";
+import type { Op, OpOptions } from "./op.ts";
 
 /**
  * The database seam. Each operation is one whole unit of work (one synchronous db.transaction on SQLite, one sql.begin on
@@ -10,6 +11,13 @@ export interface Store {
   ping(): Promise<void>;
   /** The recorded migration head and release contract, or null when the database has never been migrated. */
   schemaIdentity(): Promise<SchemaIdentity | null>;
+  /** Runs one whole operation (server/store/ops) in one transaction, under the exclusive installation guard when asked. */
+  execute<T>(op: () => Op<T>, options?: OpOptions): Promise<T>;
+  /**
+   * Takes the installation publication guard shared (a check write in flight), waiting at most timeoutMs; resolves to its
+   * release. Authority acceptance takes the same guard exclusively (OpOptions.exclusiveGuard), so it waits for the write.
+   */
+  acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>>;
   /** Depth gauges for /metrics, read at scrape time. */
   queueGauges(): Promise<QueueGauges>;
   close(): Promise<void>;

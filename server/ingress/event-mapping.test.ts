@@ -1,0 +1,135 @@
+import { describe, expect, test } from "bun:test";
+import {
+  checkRunEvent, checkSuiteEvent, INSTALLATION, installationEvent, installationRepositoriesEvent, labelEvent, organizationWideEvent, POLICY_REPO,
+  pullRequestEvent, pushEvent, repositoryEvent, reviewEvent, SHA_256, SHA_A, WEB,
+} from "../../e2e/support/payloads.ts";
+import { mapEvent, metricLabels } from "./event-mapping.ts";
+
+const context = { organizationPolicyRepository: ".forge", checkName: "Service / approval", appId: 12 };
+const map = (event: string, payload: Record<string, unknown>) => mapEvent(event, payload.action as string | undefined, payload, context);
+const webRef = { installationId: INSTALLATION, repositoryId: WEB.id, owner: "acme", name: "web" };
+
+describe("direct triggers", () => {
+  for (const action of ["opened", "reopened", "synchronize", "edited", "ready_for_review", "converted_to_draft", "labeled", "unlabeled", "closed"]) {
+    test(`pull_request ${action} is a direct trigger on the payload's head`, () => {
+      expect(map("pull_request", pullRequestEvent(action))).toEqual({ kind: "direct", repository: webRef, pullNumber: 7, headSha: SHA_A });
+    });
+  }
+  for (const action of ["submitted", "edited", "dismissed"]) {
+    test(`pull_request_review ${action} is a direct trigger`, () => {
+      expect(map("pull_request_review", reviewEvent(action))).toMatchObject({ kind: "direct", pullNumber: 7, headSha: SHA_A });
+    });
+  }
+  test("a 64-character SHA-256 head is accepted", () => {
+    expect(map("pull_request", pullRequestEvent("opened", { headSha: SHA_256 }))).toMatchObject({ kind: "direct", headSha: SHA_256 });
+  });
+  test("pull_request actions outside the table are unmapped", () => {
+    for (const action of ["assigned", "review_requested", "auto_merge_enabled", "milestoned"]) expect(map("pull_request", pullRequestEvent(action)).kind).toBe("unmapped");
+  });
+  test("a rerequest of our check run maps by head alone", () => {
+    expect(map("check_run", checkRunEvent({ appId: 12, name: "Service / approval" }))).toEqual({ kind: "direct", repository: webRef, pullNumber: null, headSha: SHA_A });
+    expect(map("check_suite", checkSuiteEvent({ appId: 12 }))).toMatchObject({ kind: "direct", pullNumber: null, headSha: SHA_A });
+  });
+  test("a rerequest of another App's check or another check name is unmapped", () => {
+    expect(map("check_run", checkRunEvent({ appId: 99, name: "Service / approval" })).kind).toBe("unmapped");
+    expect(map("check_run", checkRunEvent({ appId: 12, name: "CI / build" })).kind).toBe("unmapped");
+    expect(map("check_suite", checkSuiteEvent({ appId: 99 })).kind).toBe("unmapped");
+    expect(mapEvent("check_run", "rerequested", checkRunEvent({ appId: 12, name: "Service / approval" }), { ...context, appId: null }).kind).toBe("unmapped");
+  });
+  test("pull-request work for the organization policy repository is unmapped, even with a malformed head", () => {
+    expect(map("pull_request", pullRequestEvent("opened", { repo: POLICY_REPO })).kind).toBe("unmapped");
+    expect(map("pull_request", pullRequestEvent("opened", { repo: POLICY_REPO, headSha: "nope" })).kind).toBe("unmapped");
+    expect(map("pull_request_review", reviewEvent("submitted", { repo: { ...POLICY_REPO, name: ".Forge" } })).kind).toBe("unmapped");
+  });
+});
+
+describe("payload validation of mapped events", () => {
+  const bad: Array<[string, string, Record<string, unknown>]> = [
+    ["uppercase head", "pull_request", pullRequestEvent("opened", { headSha: "A".repeat(40) })],
+    ["39-character head", "pull_request", pullRequestEvent("opened", { headSha: "a".repeat(39) })],
+    ["41-character head", "pull_request", pullRequestEvent("opened", { headSha: "a".repeat(41) })],
+    ["non-hex head", "pull_request", pullRequestEvent("opened", { headSha: "g".repeat(40) })],
+    ["missing head", "pull_request", { ...pullRequestEvent("opened"), pull_request: { number: 7 } }],
+    ["missing installation", "pull_request", { ...pullRequestEvent("opened"), installation: undefined }],
+    ["string installation id", "pull_request", { ...pullRequestEvent("opened"), installation: { id: "77" } }],
+    ["zero pull number", "pull_request", { ...pullRequestEvent("opened"), pull_request: { ...pullRequestEvent("opened").pull_request, number: 0 } }],
+    ["missing repository", "pull_request_review", { ...reviewEvent("submitted"), repository: undefined }],
+    ["malformed check_run head", "check_run", checkRunEvent({ appId: 12, name: "Service / approval", headSha: "xyz" })],
+    ["push without ref", "push", { ...pushEvent(), ref: 5 }],
+  ];
+  for (const [name, event, payload] of bad) {
+    test(`${name} is invalid`, () => expect(map(event, payload).kind).toBe("invalid"));
+  }
+});
+
+describe("base-ref and authority work", () => {
+  test("a push to a target repository branch is base-ref work", () => {
+    expect(map("push", pushEvent({ ref: "refs/heads/release/1.x" }))).toEqual({ kind: "base_ref", repository: webRef, baseRef: "release/1.x" });
+  });
+  test("a tag push is unmapped", () => expect(map("push", pushEvent({ ref: "refs/tags/v1" })).kind).toBe("unmapped"));
+  test("a push to the policy repository's default branch is installation-wide", () => {
+    expect(map("push", pushEvent({ repo: POLICY_REPO, ref: "refs/heads/main" }))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation" } });
+  });
+  test("a push to another branch of the policy repository is unmapped", () => {
+    expect(map("push", pushEvent({ repo: POLICY_REPO, ref: "refs/heads/draft" })).kind).toBe("unmapped");
+  });
+  for (const action of ["deleted", "renamed", "transferred"]) {
+    test(`policy repository ${action} is installation-wide`, () => expect(map("repository", repositoryEvent(action, { repo: POLICY_REPO }))).toMatchObject({ kind: "authority", scope: { kind: "installation" } }));
+  }
+  test("a rename away from the policy repository name is installation-wide", () => {
+    const event = repositoryEvent("renamed", { repo: { ...POLICY_REPO, name: "old-policy" }, changes: { repository: { name: { from: ".forge" } } } });
+    expect(map("repository", event)).toMatchObject({ kind: "authority" });
+  });
+  test("a default-branch change of the policy repository is installation-wide; another edit is not", () => {
+    expect(map("repository", repositoryEvent("edited", { repo: POLICY_REPO, changes: { default_branch: { from: "master" } } })).kind).toBe("authority");
+    expect(map("repository", repositoryEvent("edited", { repo: POLICY_REPO, changes: { description: { from: "" } } })).kind).toBe("unmapped");
+  });
+  for (const action of ["renamed", "transferred", "unarchived"]) {
+    test(`target repository ${action} is installation-wide`, () => expect(map("repository", repositoryEvent(action)).kind).toBe("authority"));
+  }
+  test("target repository archived or deleted is unmapped", () => {
+    expect(map("repository", repositoryEvent("archived")).kind).toBe("unmapped");
+    expect(map("repository", repositoryEvent("deleted")).kind).toBe("unmapped");
+  });
+  test("removing the policy repository from the App's selection is installation-wide", () => {
+    expect(map("installation_repositories", installationRepositoriesEvent("removed", [POLICY_REPO]))).toMatchObject({ kind: "authority", scope: { kind: "installation" } });
+  });
+  test("missing or malformed repositories_removed is treated as possible policy-source loss", () => {
+    for (const removed of [undefined, null, "web", [{ id: "x" }], [null], [{ id: 5 }]]) {
+      const payload = { ...installationRepositoriesEvent("removed", []), repositories_removed: removed };
+      expect(map("installation_repositories", payload)).toMatchObject({ kind: "authority", scope: { kind: "installation" } });
+    }
+  });
+  test("a well-formed removal of ordinary target repositories is acknowledged without work", () => {
+    expect(map("installation_repositories", installationRepositoriesEvent("removed", [WEB])).kind).toBe("unmapped");
+  });
+  test("added target repositories are repository-scoped fan-out; the policy repository among them makes it installation-wide", () => {
+    expect(map("installation_repositories", installationRepositoriesEvent("added", [WEB]))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef] } });
+    expect(map("installation_repositories", installationRepositoriesEvent("added", [WEB, POLICY_REPO]))).toMatchObject({ scope: { kind: "installation" } });
+  });
+  for (const action of ["created", "edited", "deleted"]) {
+    test(`label ${action} is repository-scoped fan-out`, () => expect(map("label", labelEvent(action))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef] } }));
+  }
+  for (const [event, action] of [["organization", "member_added"], ["membership", "removed"], ["member", "added"], ["team", "edited"], ["team_add", "added"], ["installation_target", "renamed"]] as const) {
+    test(`${event} ${action} is installation-wide`, () => expect(map(event, organizationWideEvent(event, action))).toMatchObject({ kind: "authority", scope: { kind: "installation" } }));
+  }
+  for (const action of ["created", "new_permissions_accepted", "unsuspend"]) {
+    test(`installation ${action} is installation-wide`, () => expect(map("installation", installationEvent(action)).kind).toBe("authority"));
+  }
+  test("installation deleted or suspend is unmapped", () => {
+    expect(map("installation", installationEvent("deleted")).kind).toBe("unmapped");
+    expect(map("installation", installationEvent("suspend")).kind).toBe("unmapped");
+  });
+  test("ping and unknown events are unmapped", () => {
+    expect(map("ping", { zen: "hi", hook_id: 1 }).kind).toBe("unmapped");
+    expect(map("star", { action: "created" }).kind).toBe("unmapped");
+  });
+});
+
+describe("metric labels", () => {
+  test("labels come from the mapping table; anything else is other, no action is none", () => {
+    expect(metricLabels("pull_request", "opened")).toEqual({ event: "pull_request", action: "opened" });
+    expect(metricLabels("acme/secret-repo", "x")).toEqual({ event: "other", action: "other" });
+    expect(metricLabels("ping", undefined)).toEqual({ event: "other", action: "none" });
+  });
+});

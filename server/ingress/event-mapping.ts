@@ -1,0 +1,177 @@
+import type { AuthorityScope, RepositoryRef } from "../store/index.ts";
+import { HEAD_SHA } from "./limits.ts";
+
+/**
+ * The event mapping table (DESIGN 3.3 and 3.6): which authenticated deliveries become durable work, and of which kind.
+ * Only this file knows the webhook payload shapes ingress reads; it turns them into domain values once.
+ */
+export type MappingContext = {
+  /** Configured name of the organization policy repository (matched case-insensitively, as the forge matches names). */
+  readonly organizationPolicyRepository: string;
+  readonly checkName: string;
+  /** Our App ID; null when no App is configured (then no check run can be ours). */
+  readonly appId: number | null;
+};
+
+export type Mapping =
+  | { readonly kind: "unmapped" }
+  | { readonly kind: "invalid"; readonly problem: string }
+  | { readonly kind: "direct"; readonly repository: RepositoryRef; readonly pullNumber: number | null; readonly headSha: string }
+  | { readonly kind: "base_ref"; readonly repository: RepositoryRef; readonly baseRef: string }
+  | { readonly kind: "authority"; readonly installationId: number; readonly scope: AuthorityScope };
+
+const PULL_REQUEST_ACTIONS = new Set(["opened", "reopened", "synchronize", "edited", "ready_for_review", "converted_to_draft", "labeled", "unlabeled", "closed"]);
+const REVIEW_ACTIONS = new Set(["submitted", "edited", "dismissed"]);
+const INSTALLATION_WIDE_EVENTS = new Set(["organization", "membership", "member", "team", "team_add", "installation_target"]);
+const INSTALLATION_ACTIONS = new Set(["created", "new_permissions_accepted", "unsuspend"]);
+const LABEL_ACTIONS = new Set(["created", "edited", "deleted"]);
+const POLICY_REPOSITORY_ACTIONS = new Set(["deleted", "renamed", "transferred"]);
+const TARGET_REPOSITORY_ACTIONS = new Set(["renamed", "transferred", "unarchived"]);
+
+/** Metric label vocabularies: every value here comes from the mapping table; anything else is `other` (no action: `none`). */
+export const EVENT_LABELS = new Set([
+  "pull_request", "pull_request_review", "check_run", "check_suite", "push", "repository", "installation_repositories", "label",
+  "installation", ...INSTALLATION_WIDE_EVENTS,
+]);
+export const ACTION_LABELS = new Set([
+  ...PULL_REQUEST_ACTIONS, ...REVIEW_ACTIONS, "rerequested", ...INSTALLATION_ACTIONS, ...LABEL_ACTIONS, ...POLICY_REPOSITORY_ACTIONS,
+  ...TARGET_REPOSITORY_ACTIONS, "added", "removed",
+]);
+
+export function metricLabels(event: string, action: string | undefined): { event: string; action: string } {
+  return { event: EVENT_LABELS.has(event) ? event : "other", action: action === undefined ? "none" : ACTION_LABELS.has(action) ? action : "other" };
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+const positiveInteger = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value > 0;
+
+class Invalid extends Error {}
+function fail(problem: string): never {
+  throw new Invalid(problem);
+}
+function installationId(payload: Json): number {
+  const installation = payload.installation;
+  if (!isObject(installation) || !positiveInteger(installation.id)) fail("installation.id must be a positive integer");
+  return installation.id;
+}
+function repository(payload: Json, installation: number, key = "repository"): RepositoryRef & { defaultBranch: string | null } {
+  const repo = payload[key];
+  if (!isObject(repo)) fail(`${key} must be an object`);
+  if (!positiveInteger(repo.id)) fail(`${key}.id must be a positive integer`);
+  if (typeof repo.name !== "string" || repo.name === "") fail(`${key}.name must be a string`);
+  const owner = repo.owner;
+  if (!isObject(owner) || typeof owner.login !== "string" || owner.login === "") fail(`${key}.owner.login must be a string`);
+  return { installationId: installation, repositoryId: repo.id, owner: owner.login, name: repo.name, defaultBranch: typeof repo.default_branch === "string" ? repo.default_branch : null };
+}
+function head(value: unknown, where: string): string {
+  if (typeof value !== "string" || !HEAD_SHA.test(value)) fail(`${where} must be 40 or 64 lowercase hexadecimal characters`);
+  return value;
+}
+
+export function mapEvent(event: string, action: string | undefined, payload: Json, context: MappingContext): Mapping {
+  try {
+    return mapOrThrow(event, action, payload, context);
+  } catch (error) {
+    if (error instanceof Invalid) return { kind: "invalid", problem: error.message };
+    throw error;
+  }
+}
+
+function mapOrThrow(event: string, action: string | undefined, payload: Json, context: MappingContext): Mapping {
+  const isPolicyRepository = (name: string) => name.toLowerCase() === context.organizationPolicyRepository.toLowerCase();
+
+  switch (event) {
+    case "pull_request":
+    case "pull_request_review": {
+      const actions = event === "pull_request" ? PULL_REQUEST_ACTIONS : REVIEW_ACTIONS;
+      if (action === undefined || !actions.has(action)) return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      // Pull-request work for the organization policy repository stays under native human enforcement (decided before head validation).
+      if (isPolicyRepository(repo.name)) return { kind: "unmapped" };
+      const pull = payload.pull_request;
+      if (!isObject(pull)) fail("pull_request must be an object");
+      if (!positiveInteger(pull.number)) fail("pull_request.number must be a positive integer");
+      if (!isObject(pull.head)) fail("pull_request.head must be an object");
+      return { kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha: head(pull.head.sha, "pull_request.head.sha") };
+    }
+    case "check_run":
+    case "check_suite": {
+      if (action !== "rerequested") return { kind: "unmapped" };
+      const check = payload[event];
+      if (!isObject(check)) fail(`${event} must be an object`);
+      const app = check.app;
+      // A rerequest of another App's check, or of another check name, is not ours.
+      if (context.appId === null || !isObject(app) || app.id !== context.appId) return { kind: "unmapped" };
+      if (event === "check_run" && check.name !== context.checkName) return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      if (isPolicyRepository(repo.name)) return { kind: "unmapped" };
+      return { kind: "direct", repository: strip(repo), pullNumber: null, headSha: head(check.head_sha, `${event}.head_sha`) };
+    }
+    case "push": {
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      if (typeof payload.ref !== "string") fail("ref must be a string");
+      if (!payload.ref.startsWith("refs/heads/")) return { kind: "unmapped" };
+      const branch = payload.ref.slice("refs/heads/".length);
+      if (isPolicyRepository(repo.name)) {
+        if (repo.defaultBranch === null) fail("repository.default_branch must be a string");
+        return branch === repo.defaultBranch ? { kind: "authority", installationId: installation, scope: { kind: "installation" } } : { kind: "unmapped" };
+      }
+      if (branch === "") fail("ref must name a branch");
+      return { kind: "base_ref", repository: strip(repo), baseRef: branch };
+    }
+    case "repository": {
+      if (action === undefined) return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      const changes = isObject(payload.changes) ? payload.changes : {};
+      const wasPolicy = isPolicyRepository(repo.name) || (action === "renamed" && isObject(changes.repository) && isObject(changes.repository.name) && typeof changes.repository.name.from === "string" && isPolicyRepository(changes.repository.name.from));
+      if (wasPolicy) {
+        const defaultBranchChanged = action === "edited" && "default_branch" in changes;
+        return POLICY_REPOSITORY_ACTIONS.has(action) || defaultBranchChanged ? { kind: "authority", installationId: installation, scope: { kind: "installation" } } : { kind: "unmapped" };
+      }
+      return TARGET_REPOSITORY_ACTIONS.has(action) ? { kind: "authority", installationId: installation, scope: { kind: "installation" } } : { kind: "unmapped" };
+    }
+    case "installation_repositories": {
+      if (action !== "added" && action !== "removed") return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const listed = payload[action === "added" ? "repositories_added" : "repositories_removed"];
+      const items = Array.isArray(listed) && listed.every((item) => isObject(item) && positiveInteger(item.id) && typeof item.name === "string" && item.name !== "") ? (listed as Json[]) : null;
+      if (action === "removed") {
+        // Missing or malformed removal evidence is treated as possible loss of the policy source.
+        if (items === null || items.some((item) => isPolicyRepository(item.name as string))) return { kind: "authority", installationId: installation, scope: { kind: "installation" } };
+        return { kind: "unmapped" };
+      }
+      if (items === null || items.some((item) => isPolicyRepository(item.name as string))) return { kind: "authority", installationId: installation, scope: { kind: "installation" } };
+      if (items.length === 0) return { kind: "unmapped" };
+      const account = isObject(payload.installation) && isObject(payload.installation.account) && typeof payload.installation.account.login === "string" ? payload.installation.account.login : null;
+      const repositories = items.map((item) => {
+        const fullName = typeof item.full_name === "string" && item.full_name.includes("/") ? item.full_name : null;
+        const owner = fullName ? fullName.slice(0, fullName.indexOf("/")) : account;
+        if (owner === null) fail("repositories_added items need full_name (or installation.account.login)");
+        return { installationId: installation, repositoryId: item.id as number, owner, name: item.name as string };
+      });
+      return { kind: "authority", installationId: installation, scope: { kind: "repositories", repositories } };
+    }
+    case "label": {
+      if (action === undefined || !LABEL_ACTIONS.has(action)) return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      return { kind: "authority", installationId: installation, scope: { kind: "repositories", repositories: [strip(repo)] } };
+    }
+    case "installation": {
+      if (action === undefined || !INSTALLATION_ACTIONS.has(action)) return { kind: "unmapped" };
+      return { kind: "authority", installationId: installationId(payload), scope: { kind: "installation" } };
+    }
+    default:
+      if (INSTALLATION_WIDE_EVENTS.has(event)) return { kind: "authority", installationId: installationId(payload), scope: { kind: "installation" } };
+      return { kind: "unmapped" };
+  }
+}
+
+function strip(repo: RepositoryRef & { defaultBranch: string | null }): RepositoryRef {
+  return { installationId: repo.installationId, repositoryId: repo.repositoryId, owner: repo.owner, name: repo.name };
+}

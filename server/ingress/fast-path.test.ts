@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { pino } from "pino";
+import { BACKENDS } from "../../e2e/support/databases.ts";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { pullRequestEvent } from "../../e2e/support/payloads.ts";
+import { createForgeClient } from "../forge/index.ts";
+import type { FastPathDeps } from "./fast-path.ts";
+import { handleWebhook } from "./handle-webhook.ts";
+import { type Harness, ingressHarness, SECRET } from "./ingress-harness.ts";
+
+/**
+ * The fast path against the forge simulator: the simulator sends its own signed webhooks to the handler on a real HTTP server,
+ * and the handler resets or creates the managed check through the real forge client.
+ */
+const keys = generateAppKeys();
+
+describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
+  let h: Harness;
+  let sim: ForgeSimulator;
+  let server: ReturnType<typeof Bun.serve>;
+  let scenario: Scenario;
+  afterEach(async () => {
+    server?.stop(true);
+    await sim?.stop();
+    await h?.close();
+  });
+
+  async function setUp(options: { timeoutMs?: number } = {}) {
+    h = await ingressHarness(backend, { timeoutMs: options.timeoutMs ?? 2_000 });
+    server = Bun.serve({
+      hostname: "127.0.0.1", port: 0,
+      fetch: async (request) => {
+        const reply = await handleWebhook(h.deps, request);
+        return Response.json(reply.body, { status: reply.status });
+      },
+    });
+    sim = startForgeSimulator({ webhookUrl: `http://127.0.0.1:${server.port}/webhooks/forge`, webhookSecret: SECRET });
+    // The App ID is known once the scenario made the App: wire the evaluator before the first pull request is opened.
+    const forgeFor = (appId: number) => createForgeClient({ apiUrl: sim.url, appId, privateKey: keys.privateKey, requestTimeoutMs: 5_000, checkName: "Service / approval", logger: pino({ level: "silent" }) });
+    const original = sim.control.createApp.bind(sim.control);
+    let first = true;
+    sim.control.createApp = (args) => {
+      // Each App has its own webhook URL on the forge: only our App's deliveries reach this service.
+      const app = original(first ? args : { ...args, webhookUrl: args.webhookUrl ?? "http://127.0.0.1:9/another-app" });
+      if (first) {
+        first = false;
+        const mutable = h.deps as { fastPath: FastPathDeps; mapping: { organizationPolicyRepository: string; checkName: string; appId: number | null } };
+        mutable.fastPath = { forge: forgeFor(app.id), store: h.store, policyPath: POLICY_PATH, now: () => Date.now() };
+        mutable.mapping = { ...mutable.mapping, appId: app.id };
+      }
+      return app;
+    };
+    scenario = await createScenario(sim, { keys });
+  }
+  const checks = (headSha: string) => sim.control.checkRuns({ owner: "acme", repo: "web", headSha });
+  const repoId = () => sim.control.mustRepo("acme", "web").id;
+
+  test("an opened pull request gets an in-progress check on its exact head, and the head counts as invalidated", async () => {
+    await setUp();
+    const runs = checks(scenario.headSha);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ head_sha: scenario.headSha, status: "in_progress", conclusion: null });
+    expect(await h.count("head_generations", "shared_generation = invalidated_generation")).toBe(1);
+    expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(0);
+    expect(await h.count("jobs", "kind = 'evaluation'")).toBe(1);
+  });
+
+  test("a completed managed check is reset to in_progress by a new event on its head", async () => {
+    await setUp();
+    const forge = h.deps.fastPath!.forge as ReturnType<typeof createForgeClient>;
+    const target = { installationId: scenario.installationId, owner: "acme", repo: "web", headSha: scenario.headSha };
+    const existing = (await forge.findManagedCheck(target))!;
+    await forge.completeCheck(target, existing, "success", { title: "Approved", summary: "ok" });
+    expect(checks(scenario.headSha)[0]).toMatchObject({ status: "completed", conclusion: "success" });
+    await sim.control.submitReview({ owner: "acme", repo: "web", number: scenario.pullNumber, user: "bob", state: "COMMENTED" });
+    expect(checks(scenario.headSha)[0]).toMatchObject({ status: "in_progress", conclusion: null });
+    expect(checks(scenario.headSha)).toHaveLength(1);
+  });
+
+  test("a new commit resets nothing on the old head without a check and creates the check on the new head", async () => {
+    await setUp();
+    const { sha } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/more.ts": "export {};\n" } });
+    expect(checks(sha)).toHaveLength(1);
+    expect(checks(sha)[0]!.status).toBe("in_progress");
+    expect(await h.count("jobs", `kind = 'evaluation' and head_sha = '${sha}'`)).toBe(1);
+  });
+
+  test("a delivery for a head the pull request has left skips check creation and records work for the live head", async () => {
+    await setUp();
+    const oldHead = scenario.headSha;
+    sim.control.setWebhookTarget({ url: "http://127.0.0.1:9/unreachable" }); // the synchronize delivery is lost
+    const { sha: live } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/x.ts": "x\n" } });
+    // A late delivery about a third head the pull request never had a check for.
+    const historical = "d".repeat(40);
+    const payload = pullRequestEvent("edited", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: historical, installationId: scenario.installationId });
+    const reply = await h.send("pull_request", "late-1", payload);
+    expect(reply).toEqual({ status: 202, body: { accepted: true, queued: true } });
+    expect(checks(historical)).toHaveLength(0);
+    expect(checks(live)).toHaveLength(0); // the live head gets its check from the worker's invalidation job
+    expect(await h.count("head_generations", `head_sha = '${live}' and shared_generation = 1`)).toBe(1);
+    expect(await h.count("jobs", `kind = 'evaluation' and head_sha = '${live}'`)).toBe(1);
+    expect(checks(oldHead)).toHaveLength(1);
+  });
+
+  test("a repository that opts out gets no check", async () => {
+    await setUp();
+    await sim.control.commit({ owner: "acme", repo: "web", branch: "main", files: { [POLICY_PATH]: "schema_version = 1\nenabled = false\n" } });
+    await sim.control.commit({ owner: "acme", repo: "web", branch: "other", from: "main", files: { "src/y.ts": "y\n" } });
+    const pr = await sim.control.openPullRequest({ owner: "acme", repo: "web", head: "other", author: "erin" });
+    expect(checks(pr.headSha)).toHaveLength(0);
+  });
+
+  test("a forge error after durable acceptance leaves the invalidation pending and still answers 202; a redelivery retries it", async () => {
+    await setUp();
+    const payload = pullRequestEvent("synchronize", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
+    sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/pulls/\\d+", times: 1 });
+    expect(await h.send("pull_request", "retry-1", payload)).toEqual({ status: 202, body: { accepted: true, queued: true } });
+    expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(1);
+    expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(1);
+    // The duplicate's fast path runs again because the invalidation is pending; this time it succeeds.
+    expect(await h.send("pull_request", "retry-1", payload)).toEqual({ status: 202, body: { accepted: false, queued: true } });
+    expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(0);
+    // Once nothing is pending, a further duplicate makes no forge request at all.
+    const before = sim.requests.length;
+    expect(await h.send("pull_request", "retry-1", payload)).toEqual({ status: 202, body: { accepted: false, queued: false } });
+    expect(sim.requests.length).toBe(before);
+  });
+
+  test("a forge slower than the invalidation bound is abandoned within the bound and the 202 stands", async () => {
+    await setUp({ timeoutMs: 1_000 });
+    const payload = pullRequestEvent("synchronize", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
+    sim.injectFault({ kind: "slow", delayMs: 4_000, path: "/repos/acme/web/pulls/\\d+" });
+    const started = performance.now();
+    expect((await h.send("pull_request", "slow-1", payload)).status).toBe(202);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(1);
+  });
+});

@@ -1,0 +1,70 @@
+import type { ForgeClient } from "../forge/index.ts";
+import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
+import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
+import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
+
+/**
+ * The bounded synchronous invalidation after durable acceptance (spec "Managed check run", first row; "POST /webhooks/forge"
+ * rule 4): one attempt to fetch the pull request and reset the managed check on the accepted head to in_progress. A check is
+ * created only when the head is still current on an open pull request and the repository policy exists (and does not opt
+ * out); a historical head without a check is skipped; a pull request that moved gets durable work for its live head.
+ * Errors and the deadline propagate: the caller leaves the invalidation pending and still answers 202.
+ */
+export const IN_PROGRESS_OUTPUT = {
+  title: "Evaluating code-owner approval",
+  summary: "New activity on this pull request: the code-owner approval check is being evaluated again for this exact commit.",
+};
+
+export type FastPathInput = {
+  readonly repository: RepositoryRef;
+  readonly pullNumber: number | null;
+  readonly headSha: string;
+  readonly sharedGeneration: number;
+};
+
+export type FastPathResult = { readonly reset: boolean; readonly liveHeadQueued: boolean };
+
+export type FastPathDeps = {
+  readonly forge: Pick<ForgeClient, "getPullRequest" | "findManagedCheck" | "setCheckInProgress" | "createInProgressCheck" | "readFile">;
+  readonly store: Store;
+  readonly policyPath: string;
+  readonly now: () => number;
+};
+
+export async function runFastPath(deps: FastPathDeps, input: FastPathInput, signal: AbortSignal): Promise<FastPathResult> {
+  const { forge, store } = deps;
+  const { installationId, owner, name } = input.repository;
+  const target = { installationId, owner, repo: name, headSha: input.headSha };
+  const call = { signal };
+
+  if (input.pullNumber === null) {
+    // A rerequest names only the head: reset an existing check; the invalidation job finds the pull requests on it.
+    const check = await forge.findManagedCheck(target, call);
+    if (check && check.status !== "in_progress") await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+    return { reset: check !== null, liveHeadQueued: false };
+  }
+
+  const pull = await forge.getPullRequest(installationId, owner, name, input.pullNumber, call);
+  const current = pull.state === "open" && pull.headSha === input.headSha;
+  const check = await forge.findManagedCheck(target, call);
+  let reset = false;
+  if (check) {
+    if (check.status !== "in_progress") await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+    reset = true;
+  } else if (current) {
+    const policy = await forge.readFile({ installationId, owner, repo: name, path: deps.policyPath, ref: pull.baseSha }, MAX_POLICY_FILE_BYTES, call);
+    if (policy.kind === "incomplete") throw new Error("repository policy could not be read within the fast path");
+    const optedIn = policy.kind === "too_large" || (policy.kind === "found" && !repositoryPolicyOptsOut(policy.text));
+    if (optedIn) {
+      await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+      reset = true;
+    }
+  }
+  let liveHeadQueued = false;
+  if (pull.state === "open" && pull.headSha !== input.headSha) {
+    await store.execute(() => recordLiveHead({ ...input.repository, pullNumber: input.pullNumber!, headSha: pull.headSha, now: deps.now() }));
+    liveHeadQueued = true;
+  }
+  await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }));
+  return { reset, liveHeadQueued };
+}

@@ -1,0 +1,128 @@
+import type { Logger } from "../observability/logger.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, type Store, StoreError } from "../store/index.ts";
+import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
+import { type FastPathDeps, type FastPathInput, runFastPath } from "./fast-path.ts";
+import { MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
+import { parseContentLength, readBodyCapped } from "./read-body.ts";
+import { verifySignature } from "./verify-signature.ts";
+
+/**
+ * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (400) → secret configured (503) →
+ * signature header form (401) → Content-Length (400/413) → raw body, counted, capped (413) → HMAC over those exact bytes in
+ * constant time (401) → JSON (400) → mapping → payload validation (400) → durable acceptance (503 on database failure) →
+ * bounded fast path → 202 {accepted, queued}. Failure reasons are a fixed vocabulary; nothing from the request is logged
+ * beyond the event name and action.
+ */
+export type WebhookReply = { readonly status: number; readonly body: { accepted: boolean; queued: boolean } | { error: string } };
+
+export type FailureReason = "headers" | "signature" | "content_length" | "too_large" | "json" | "payload" | "not_configured" | "database" | "authority_timeout";
+
+export type WebhookDeps = {
+  readonly secret: Uint8Array | null;
+  readonly store: Store;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly mapping: MappingContext;
+  /** null: no evaluator (no forge client) is configured; direct triggers are stored and answered 503. */
+  readonly fastPath: FastPathDeps | null;
+  readonly invalidationTimeoutMs: number;
+  readonly now: () => number;
+};
+
+export async function handleWebhook(deps: WebhookDeps, request: Request): Promise<WebhookReply> {
+  const failure = (status: number, reason: FailureReason): WebhookReply => {
+    deps.metrics.webhookFailures.inc({ reason });
+    return { status, body: { error: reason } };
+  };
+
+  const event = request.headers.get("x-forge-event");
+  const deliveryId = request.headers.get("x-forge-delivery");
+  if (!event || !deliveryId || event.length > MAX_WEBHOOK_HEADER_LENGTH || deliveryId.length > MAX_WEBHOOK_HEADER_LENGTH) return failure(400, "headers");
+  if (deps.secret === null) return failure(503, "not_configured");
+  const signature = request.headers.get("x-hub-signature-256");
+  if (signature === null || !SIGNATURE_HEADER.test(signature)) return failure(401, "signature");
+  const declared = parseContentLength(request.headers.get("content-length"));
+  if (declared === "invalid") return failure(400, "content_length");
+  if (declared !== null && declared > MAX_WEBHOOK_BODY_BYTES) return failure(413, "too_large");
+  const read = await readBodyCapped(request.body, MAX_WEBHOOK_BODY_BYTES);
+  if (read.kind === "too_large") return failure(413, "too_large");
+  if (read.kind === "failed" || (declared !== null && read.bytes.byteLength !== declared)) return failure(400, "content_length");
+  if (!verifySignature(deps.secret, read.bytes, signature)) return failure(401, "signature");
+
+  let payload: unknown;
+  try {
+    payload = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(read.bytes));
+  } catch {
+    return failure(400, "json");
+  }
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return failure(400, "json");
+  const rawAction = (payload as { action?: unknown }).action;
+  if (rawAction !== undefined && typeof rawAction !== "string") return failure(400, "payload");
+  const action = rawAction as string | undefined;
+  deps.metrics.webhooks.inc(metricLabels(event, action));
+
+  const mapping = mapEvent(event, action, payload as Record<string, unknown>, deps.mapping);
+  if (mapping.kind === "invalid") {
+    deps.log.warn({ event: metricLabels(event, action).event, problem: mapping.problem }, "webhook payload rejected");
+    return failure(400, "payload");
+  }
+  if (mapping.kind === "unmapped") return { status: 202, body: { accepted: true, queued: false } };
+  return accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure);
+}
+
+async function accept(
+  deps: WebhookDeps,
+  mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
+  delivery: { deliveryId: string; event: string; action: string | null },
+  failure: (status: number, reason: FailureReason) => WebhookReply,
+): Promise<WebhookReply> {
+  const now = deps.now();
+  try {
+    if (mapping.kind === "authority") {
+      const fresh = await deps.store.execute(() => acceptAuthorityEvent({ ...delivery, installationId: mapping.installationId, scope: mapping.scope, now }), {
+        exclusiveGuard: { installationId: mapping.installationId, timeoutMs: deps.invalidationTimeoutMs },
+      });
+      return { status: 202, body: { accepted: fresh, queued: fresh } };
+    }
+    if (mapping.kind === "base_ref") {
+      const outcome = await deps.store.execute(() => acceptBaseRefPush({ ...mapping.repository, deliveryId: delivery.deliveryId, action: delivery.action, baseRef: mapping.baseRef, now }));
+      const fresh = outcome !== "duplicate";
+      return { status: 202, body: { accepted: fresh, queued: fresh } };
+    }
+    const outcome = await deps.store.execute(() =>
+      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now }),
+    );
+    if (outcome.kind === "accepted") {
+      if (deps.fastPath === null) return failure(503, "not_configured");
+      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration });
+      return { status: 202, body: { accepted: true, queued: true } };
+    }
+    // A retained duplicate: the fast path is retried only while its invalidation is still pending.
+    if (!outcome.invalidationPending || outcome.headSha === null || outcome.sharedGeneration === null) return { status: 202, body: { accepted: false, queued: false } };
+    if (deps.fastPath === null) return failure(503, "not_configured");
+    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: outcome.pullNumber, headSha: outcome.headSha, sharedGeneration: outcome.sharedGeneration });
+    return { status: 202, body: { accepted: false, queued: result !== null && (result.reset || result.liveHeadQueued) } };
+  } catch (error) {
+    if (mapping.kind === "authority" && error instanceof StoreError && error.code === "timeout") {
+      deps.log.warn({ event: delivery.event }, "authority event not recorded: an in-flight check write held the installation guard past the bound; redeliver it from the forge");
+      return failure(503, "authority_timeout");
+    }
+    deps.log.error({ event: delivery.event, error: error instanceof StoreError ? error.code : "database" }, "webhook not acknowledged: database failure while accepting work");
+    return failure(503, "database");
+  }
+}
+
+/** One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands). */
+async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
+  const signal = AbortSignal.timeout(deps.invalidationTimeoutMs);
+  try {
+    return await Promise.race([
+      runFastPath(deps.fastPath!, input, signal),
+      new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("fast path deadline")), { once: true })),
+    ]);
+  } catch (error) {
+    deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
+    return null;
+  }
+}

@@ -1,0 +1,6 @@
+/** Webhook bounds (spec "Limits"). */
+export const MAX_WEBHOOK_BODY_BYTES = 10 * 1024 * 1024;
+export const MAX_WEBHOOK_HEADER_LENGTH = 128;
+/** A head commit ID: 40 (SHA-1) or 64 (SHA-256) lowercase hexadecimal characters. */
+export const HEAD_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+export const SIGNATURE_HEADER = /^sha256=[0-9a-f]{64}$/;

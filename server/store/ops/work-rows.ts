@@ -1,0 +1,138 @@
+import { one, type Op, run } from "../op.ts";
+
+/**
+ * Building blocks shared by the acceptance operations: delivery retention, generation advances and work-row upserts.
+ * Every live unit of work has at most one row (partial unique indexes in 0001_init); new work merges into it, moves its
+ * run time forward to now when it is pending, and bumps `merges` so a worker holding the row re-runs it.
+ */
+export type RepositoryRef = { readonly installationId: number; readonly repositoryId: number; readonly owner: string; readonly name: string };
+
+export type DeliveryRow = {
+  delivery_id: string;
+  event: string;
+  action: string | null;
+  installation_id: number | null;
+  repository_id: number | null;
+  pull_number: number | null;
+  head_sha: string | null;
+  shared_generation: number | null;
+};
+
+/** Retains the delivery ID; returns false when it was already retained (a duplicate). */
+export function* retainDelivery(input: { deliveryId: string; event: string; action: string | null; installationId: number; repositoryId: number | null; pullNumber: number | null; headSha: string | null; now: number }): Op<boolean> {
+  const inserted = yield* one(
+    `insert into webhook_deliveries (delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, received_at_ms)
+     values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (delivery_id) do nothing returning delivery_id`,
+    input.deliveryId, input.event, input.action, input.installationId, input.repositoryId, input.pullNumber, input.headSha, input.now,
+  );
+  return inserted !== null;
+}
+
+export function* readDelivery(deliveryId: string): Op<DeliveryRow | null> {
+  return yield* one<DeliveryRow>(
+    "select delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, shared_generation from webhook_deliveries where delivery_id = $1",
+    deliveryId,
+  );
+}
+
+/** S(head) := S + 1. Returns the new shared generation. */
+export function* advanceSharedGeneration(repo: RepositoryRef, headSha: string, now: number): Op<number> {
+  const row = yield* one<{ shared_generation: number }>(
+    `insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms)
+     values ($1, $2, $3, 1, 0, $4)
+     on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
+     returning shared_generation`,
+    repo.installationId, repo.repositoryId, headSha, now,
+  );
+  return row!.shared_generation;
+}
+
+/** E(pull) := E + 1. Returns the new evaluation generation. */
+export function* advanceEvaluationGeneration(repo: RepositoryRef, pullNumber: number, now: number): Op<number> {
+  const row = yield* one<{ evaluation_generation: number }>(
+    `insert into pull_generations (installation_id, repository_id, pull_number, evaluation_generation, updated_at_ms)
+     values ($1, $2, $3, 1, $4)
+     on conflict (repository_id, pull_number) do update set evaluation_generation = pull_generations.evaluation_generation + 1, updated_at_ms = excluded.updated_at_ms
+     returning evaluation_generation`,
+    repo.installationId, repo.repositoryId, pullNumber, now,
+  );
+  return row!.evaluation_generation;
+}
+
+export function* currentAuthorityEpoch(installationId: number, now: number): Op<number> {
+  yield* run("insert into installation_epochs (installation_id, authority_epoch, updated_at_ms) values ($1, 0, $2) on conflict (installation_id) do nothing", installationId, now);
+  const row = yield* one<{ authority_epoch: number }>("select authority_epoch from installation_epochs where installation_id = $1", installationId);
+  return row!.authority_epoch;
+}
+
+/** A(installation) := A + 1. Returns the new authority epoch. */
+export function* advanceAuthorityEpoch(installationId: number, now: number): Op<number> {
+  const row = yield* one<{ authority_epoch: number }>(
+    `insert into installation_epochs (installation_id, authority_epoch, updated_at_ms) values ($1, 1, $2)
+     on conflict (installation_id) do update set authority_epoch = installation_epochs.authority_epoch + 1, updated_at_ms = excluded.updated_at_ms
+     returning authority_epoch`,
+    installationId, now,
+  );
+  return row!.authority_epoch;
+}
+
+const MERGE = `merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
+  run_at_ms = case when jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end`;
+
+export function* queueHeadInvalidation(repo: RepositoryRef, headSha: string, sharedGeneration: number, now: number): Op<void> {
+  yield* run(
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
+     values ('head_invalidation', 0, $1, $2, $3, $4, $5, $6, $7, $7, $7)
+     on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
+     do update set shared_generation = excluded.shared_generation, ${MERGE}`,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, sharedGeneration, now,
+  );
+}
+
+export function* queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, evaluationGeneration: number, authorityEpoch: number, now: number): Op<void> {
+  yield* run(
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
+     values ('evaluation', 4, $1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9)
+     on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
+     do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
+       repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE}`,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, evaluationGeneration, authorityEpoch, now,
+  );
+}
+
+export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: number, now: number): Op<void> {
+  yield* run(
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
+     values ('repository_fanout', 2, $1, $2, $3, $4, $5, $6, $6, $6)
+     on conflict (repository_id) where kind = 'repository_fanout' and state <> 'dead'
+     do update set authority_epoch = excluded.authority_epoch, repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE}`,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, authorityEpoch, now,
+  );
+  // Repository-wide work covers every base of the repository: older pending base-specific rows go.
+  yield* run("delete from jobs where kind = 'base_ref' and state = 'pending' and repository_id = $1", repo.repositoryId);
+}
+
+export function* queueInstallationFanout(installationId: number, authorityEpoch: number, now: number): Op<void> {
+  yield* run(
+    `insert into jobs (kind, priority, installation_id, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
+     values ('installation_fanout', 1, $1, $2, $3, $3, $3)
+     on conflict (installation_id) where kind = 'installation_fanout' and state <> 'dead'
+     do update set authority_epoch = excluded.authority_epoch, ${MERGE}`,
+    installationId, authorityEpoch, now,
+  );
+}
+
+/**
+ * Advances the head's shared generation and the pull request's evaluation generation and queues the exact-head invalidation
+ * and the evaluation (spec "Generations" 1 and 2). Returns the new shared generation.
+ */
+export function* advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number): Op<number> {
+  const shared = yield* advanceSharedGeneration(repo, headSha, now);
+  yield* queueHeadInvalidation(repo, headSha, shared, now);
+  if (pullNumber !== null) {
+    const evaluation = yield* advanceEvaluationGeneration(repo, pullNumber, now);
+    const epoch = yield* currentAuthorityEpoch(repo.installationId, now);
+    yield* queueEvaluation(repo, pullNumber, headSha, evaluation, epoch, now);
+  }
+  return shared;
+}
