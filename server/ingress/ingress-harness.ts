@@ -53,7 +53,7 @@ export async function ingressHarness(backend: BackendName, options: { secret?: s
       const signed = signedDelivery(options.secret ?? SECRET, event, deliveryId, payload);
       const headers = new Headers();
       for (const [name, value] of Object.entries({ ...signed.headers, ...init.headers })) if (value !== null) headers.set(name, value);
-      const request = new Request("http://localhost/webhooks/forge", { method: "POST", headers, body: init.body ?? signed.body });
+      const request = new Request("http://localhost/webhooks/forge", { method: "POST", headers, body: (init.body ?? signed.body) as BodyInit });
       const reply = await handleWebhook(deps, request);
       return { status: reply.status, body: reply.body as Record<string, unknown> };
     },
