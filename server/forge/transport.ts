@@ -14,6 +14,8 @@ export const FORGE_API_VERSION = "2026-03-10";
 export const PER_PAGE = 100;
 /** GET responses kept for conditional requests (ETag / If-None-Match): a 304 revalidates them and spends no rate limit. */
 export const CONDITIONAL_CACHE_ENTRIES = 512;
+/** Approximate bytes of response bodies kept for conditional requests. */
+export const CONDITIONAL_CACHE_BYTES = 32 * 1024 * 1024;
 
 export interface TransportOptions {
   apiUrl: string;
@@ -94,7 +96,19 @@ export function createTransport(options: TransportOptions): Transport {
 
   // Conditional requests (DESIGN 7.1): the forge answers 304 when nothing changed, which revalidates the kept body; it is
   // never a cache that skips asking, so eligibility facts are still checked at every evaluation.
-  const conditional = new Map<string, { etag: string; response: ForgeResponse }>();
+  const conditional = new Map<string, { etag: string; response: ForgeResponse; bytes: number }>();
+  let conditionalBytes = 0;
+  const forget = (key: string) => {
+    const entry = conditional.get(key);
+    if (entry) { conditional.delete(key); conditionalBytes -= entry.bytes; }
+  };
+  const keep = (key: string, entry: { etag: string; response: ForgeResponse; bytes: number }) => {
+    forget(key);
+    if (entry.bytes > CONDITIONAL_CACHE_BYTES / 8) return;
+    conditional.set(key, entry);
+    conditionalBytes += entry.bytes;
+    while (conditional.size > CONDITIONAL_CACHE_ENTRIES || conditionalBytes > CONDITIONAL_CACHE_BYTES) forget(conditional.keys().next().value!);
+  };
 
   async function send(octokit: OctokitInstance, scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined): Promise<ForgeResponse> {
     if (call?.counter) call.counter.requests += 1;
@@ -107,16 +121,14 @@ export function createTransport(options: TransportOptions): Transport {
       const etag = result.headers.etag;
       // Only parsed JSON is kept: a truncated body arrives as a string and must never be revalidated into use.
       if (key && typeof etag === "string" && response.status === 200 && typeof result.data === "object" && result.data !== null) {
-        conditional.delete(key);
-        conditional.set(key, { etag, response: result });
-        if (conditional.size > CONDITIONAL_CACHE_ENTRIES) conditional.delete(conditional.keys().next().value!);
+        const length = Number(result.headers["content-length"]);
+        keep(key, { etag, response: result, bytes: Number.isSafeInteger(length) && length > 0 ? length : JSON.stringify(result.data, (_k, v) => (typeof v === "bigint" ? String(v) : v)).length });
       }
       return result;
     } catch (error) {
       if (kept && key && (error as { status?: unknown }).status === 304) {
         if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
-        conditional.delete(key);
-        conditional.set(key, kept);
+        keep(key, kept);
         return kept.response;
       }
       const classified = report(error, route);
