@@ -55,8 +55,16 @@ export function ownerKind(owner: string): OwnerKind | null {
 
 const isBlank = (ch: string) => ch === " " || ch === "\t" || ch === "\f" || ch === "\v" || ch === "\r";
 
+const BLANKS = /[ \t\f\v\r]+/;
+
 /** Splits a line into whitespace-separated tokens; a backslash keeps the next character (an escaped space) in the token. */
 function tokenize(line: string): string[] {
+  if (!line.includes("\\")) {
+    const tokens = line.split(BLANKS);
+    if (tokens[0] === "") tokens.shift();
+    if (tokens[tokens.length - 1] === "") tokens.pop();
+    return tokens;
+  }
   const tokens: string[] = [];
   let current = "";
   let inToken = false;
@@ -81,17 +89,22 @@ function tokenize(line: string): string[] {
 
 type LineResult = { kind: "skip" } | { kind: "rule"; pattern: CompiledPattern; owners: string[] } | { kind: "error"; message: string };
 
-function parseLine(line: string): LineResult {
+function parseLine(line: string, validOwners: Map<string, boolean>): LineResult {
   const tokens = tokenize(line);
   const [patternToken, ...rest] = tokens;
   if (patternToken === undefined || patternToken.startsWith("#")) return { kind: "skip" };
-  if (/(^|[^\\])#/.test(patternToken)) return { kind: "error", message: `'#' inside the pattern '${patternToken}'` };
+  if (patternToken.includes("#") && /(^|[^\\])#/.test(patternToken)) return { kind: "error", message: `'#' inside the pattern '${patternToken}'` };
   const compiled = compilePattern(patternToken);
   if (!compiled.ok) return { kind: "error", message: compiled.message };
   const owners: string[] = [];
   for (const token of rest) {
     if (token.startsWith("#")) break;
-    if (ownerKind(token) === null) return { kind: "error", message: `invalid owner '${token}'` };
+    let valid = validOwners.get(token);
+    if (valid === undefined) {
+      valid = ownerKind(token) !== null;
+      validOwners.set(token, valid);
+    }
+    if (!valid) return { kind: "error", message: `invalid owner '${token}'` };
     owners.push(token);
   }
   return { kind: "rule", pattern: compiled.pattern, owners };
@@ -103,8 +116,9 @@ export function parseCodeowners(text: string): ParsedCodeowners {
   const errors: CodeownersError[] = [];
   const lines = text.split("\n");
   if (lines[0]?.startsWith("\uFEFF")) lines[0] = lines[0].slice(1);
+  const validOwners = new Map<string, boolean>();
   for (let index = 0; index < lines.length; index++) {
-    const result = parseLine(lines[index]!);
+    const result = parseLine(lines[index]!, validOwners);
     if (result.kind === "skip") continue;
     const line = index + 1;
     if (result.kind === "error") {

@@ -1,33 +1,41 @@
 // CODEOWNERS path patterns (DESIGN 3.2 rule 1), also used for delegation paths and guardrails (DESIGN 3.1).
 //
-// Why our own compiler and not picomatch: picomatch/posix would be browser-safe, but its semantics are shell globbing, not
+// Why our own matcher and not picomatch: picomatch/posix would be browser-safe, but its semantics are shell globbing, not
 // gitignore: it has no "a pattern without a slash matches at any depth", no "a match on a directory covers everything below",
 // no "trailing slash means directory", and it supports `[ ]`, `!`, braces and extglobs that CODEOWNERS must reject. Wrapping
-// it would mean rewriting every pattern first, and the index (rule-index.ts) needs the parsed structure anyway. This file turns
-// a pattern into segments and one anchored RegExp, compiled lazily so parsing a 100,000-rule file stays cheap.
+// it would mean rewriting every pattern first, and the index (rule-index.ts) needs the parsed structure anyway. Patterns are
+// kept as segments and matched segment by segment without building a RegExp, so parsing 100,000 rules stays cheap;
+// `patternRegExp` gives the same semantics as one RegExp, used as the reference in property tests.
 //
 // Semantics (gitignore, with GitHub's departures marked GitHub):
 // - A leading `/`, or a `/` in the middle, anchors the pattern to the repository root; otherwise it matches at any depth.
 // - A trailing `/` matches directories only: something must exist below the match.
 // - A pattern that matches a directory covers everything below it (`docs` owns `docs/a/b.md`).
 // - `*` matches any run of characters except `/`; `?` one character except `/`; `**` as a whole segment matches any number
-//   of directories (leading `**/`, middle `/**/`, trailing `/**` which needs something below).
+//   of directories (leading `**/`, middle `/**/`, trailing `/**` which needs something below). `**` inside a segment is `*`.
 // - GitHub: a trailing `/*` matches direct children only (gitignore would also cover what is below a matched child directory).
 //   A lone `*` still matches everything, since it matches at any depth.
 // - GitHub: `!` negation, `[ ]` character ranges and `\#` (escaping a leading `#`) are not supported: reported as errors.
 //   We also reject `***` and empty segments (`a//b`), which have no defined meaning; an error line fails closed.
 // - `\x` escapes any other character (`\*`, `\?`, `\ ` for a space); matching is case-sensitive.
 
-type Token = { readonly kind: "literal"; readonly text: string } | { readonly kind: "star" } | { readonly kind: "one" };
-type Segment = { readonly kind: "globstar" } | { readonly kind: "tokens"; readonly tokens: readonly Token[] };
+const STAR = 0;
+const ONE = 1;
+/** A glob segment as a sequence of characters (strings of length 1) and wildcard markers. */
+type GlobUnit = string | typeof STAR | typeof ONE;
+
+type Segment =
+  | { readonly kind: "globstar" }
+  | { readonly kind: "literal"; readonly text: string }
+  | { readonly kind: "glob"; readonly units: readonly GlobUnit[]; readonly loneStar: boolean; readonly tail: string };
 
 /** Where the index may file a pattern so that only plausible patterns are tested for a path (see rule-index.ts). */
 export type IndexKey =
   /** Anchored pattern whose leading segments are literal: candidates for paths starting with these segments. */
   | { readonly kind: "prefix"; readonly segments: readonly string[] }
-  /** Matches at any depth and needs some path segment equal to this literal. */
+  /** The pattern needs some path segment equal to this literal. */
   | { readonly kind: "segment"; readonly value: string }
-  /** Matches at any depth and needs some path segment whose text after its last `.` equals this. */
+  /** The pattern needs some path segment whose text after its last `.` equals this. */
   | { readonly kind: "extension"; readonly value: string }
   /** Anything else: always tested. */
   | { readonly kind: "always" };
@@ -42,102 +50,131 @@ export interface CompiledPattern {
 
 export type PatternResult = { readonly ok: true; readonly pattern: CompiledPattern } | { readonly ok: false; readonly message: string };
 
-const REGEX_SYNTAX = /[\\^$.*+?()[\]{}|/]/g;
-
-function escapeRegex(text: string): string {
-  return text.replace(REGEX_SYNTAX, "\\$&");
+function globSegment(units: GlobUnit[]): Segment {
+  let tail = "";
+  for (let i = units.length - 1; i >= 0 && typeof units[i] === "string"; i--) tail = (units[i] as string) + tail;
+  return { kind: "glob", units, loneStar: units.length === 1 && units[0] === STAR, tail };
 }
 
-function splitSegments(source: string): { ok: true; raw: Token[][]; globstar: boolean[] } | { ok: false; message: string } {
-  const raw: Token[][] = [[]];
-  const globstar: boolean[] = [];
-  const plain: string[] = [""]; // unescaped text of each segment, to recognise `**`
-  let literal = "";
-  const flush = () => {
-    if (literal !== "") {
-      raw[raw.length - 1]!.push({ kind: "literal", text: literal });
-      literal = "";
-    }
+/** Unescaped segment text (no backslash in the pattern): the common, fast case. */
+function plainSegment(text: string): Segment | string {
+  if (text === "**") return { kind: "globstar" };
+  if (text.includes("***")) return "'***' is not a valid wildcard";
+  if (!text.includes("*") && !text.includes("?")) return { kind: "literal", text };
+  const units: GlobUnit[] = [];
+  for (const ch of text) {
+    if (ch === "*") {
+      if (units[units.length - 1] !== STAR) units.push(STAR);
+    } else units.push(ch === "?" ? ONE : ch);
+  }
+  return globSegment(units);
+}
+
+/** Segments of a pattern with backslash escapes: an escaped character is always literal and never part of `**`. */
+function escapedSegments(source: string): (Segment | "empty")[] | string {
+  const out: (Segment | "empty")[] = [];
+  let units: GlobUnit[] = [];
+  let raw = "";
+  const close = () => {
+    if (raw === "**") out.push({ kind: "globstar" });
+    else if (units.length === 0) out.push("empty");
+    else if (units.every((unit) => typeof unit === "string")) out.push({ kind: "literal", text: units.join("") });
+    else out.push(globSegment(units));
+    units = [];
+    raw = "";
   };
   for (let i = 0; i < source.length; i++) {
     const ch = source[i]!;
     if (ch === "\\") {
       const next = source[i + 1];
-      if (next === undefined) return { ok: false, message: "a pattern cannot end with a backslash" };
-      if (next === "#") return { ok: false, message: "escaping '#' with a backslash is not supported in CODEOWNERS" };
-      literal += next;
-      plain[plain.length - 1] += "\u0000"; // an escaped character is never part of `**`
+      if (next === undefined) return "a pattern cannot end with a backslash";
+      if (next === "#") return "escaping '#' with a backslash is not supported in CODEOWNERS";
+      units.push(next);
+      raw += "\\";
       i++;
-      continue;
-    }
-    if (ch === "[" || ch === "]") return { ok: false, message: "character ranges ('[ ]') are not supported in CODEOWNERS" };
-    if (ch === "/") {
-      flush();
-      raw.push([]);
-      plain.push("");
-      continue;
-    }
-    plain[plain.length - 1] += ch;
-    if (ch === "*") {
-      flush();
-      const tokens = raw[raw.length - 1]!;
-      if (tokens[tokens.length - 1]?.kind !== "star") tokens.push({ kind: "star" });
-    } else if (ch === "?") {
-      flush();
-      raw[raw.length - 1]!.push({ kind: "one" });
-    } else {
-      literal += ch;
+    } else if (ch === "/") close();
+    else {
+      raw += ch;
+      if (raw.includes("***")) return "'***' is not a valid wildcard";
+      if (ch === "*") {
+        if (units[units.length - 1] !== STAR) units.push(STAR);
+      } else units.push(ch === "?" ? ONE : ch);
     }
   }
-  flush();
-  for (const text of plain) {
-    if (text.includes("***")) return { ok: false, message: "'***' is not a valid wildcard" };
-    globstar.push(text === "**");
-  }
-  return { ok: true, raw, globstar };
-}
-
-function tokensRegex(tokens: readonly Token[]): string {
-  if (tokens.length === 1 && tokens[0]!.kind === "star") return "[^/]+";
-  let out = "";
-  for (const token of tokens) {
-    if (token.kind === "literal") out += escapeRegex(token.text);
-    else if (token.kind === "star") out += "[^/]*";
-    else out += "[^/]";
-  }
+  close();
   return out;
 }
 
-function literalOf(segment: Segment): string | null {
-  if (segment.kind !== "tokens" || segment.tokens.length !== 1) return null;
-  const only = segment.tokens[0]!;
-  return only.kind === "literal" ? only.text : null;
+/** Wildcard match of one path segment (`*` any run, `?` one character; neither sees `/`, segments contain none). */
+function globMatch(units: readonly GlobUnit[], text: string): boolean {
+  let p = 0;
+  let s = 0;
+  let starP = -1;
+  let starS = 0;
+  while (s < text.length) {
+    const unit = units[p];
+    if (p < units.length && unit !== STAR && (unit === ONE || unit === text[s])) {
+      // `?` consumes a whole code point (a surrogate pair is one character)
+      if (unit === ONE) {
+        const code = text.charCodeAt(s);
+        s += code >= 0xd800 && code <= 0xdbff && s + 1 < text.length ? 2 : 1;
+      } else s++;
+      p++;
+    } else if (p < units.length && unit === STAR) {
+      starP = p++;
+      starS = s;
+    } else if (starP >= 0) {
+      p = starP + 1;
+      s = ++starS;
+    } else return false;
+  }
+  while (p < units.length && units[p] === STAR) p++;
+  return p === units.length;
 }
 
-function indexKeyOf(segments: readonly Segment[], anchored: boolean): IndexKey {
-  if (segments[0]?.kind === "globstar") {
-    const next = segments[1];
-    if (next === undefined || next.kind !== "tokens") return { kind: "always" };
-    const lit = literalOf(next);
-    if (lit !== null) return { kind: "segment", value: lit };
-    const last = next.tokens[next.tokens.length - 1]!;
-    if (last.kind === "literal") {
-      const dot = last.text.lastIndexOf(".");
-      if (dot >= 0) return { kind: "extension", value: last.text.slice(dot + 1) };
+function segmentMatches(segment: Segment, text: string): boolean {
+  if (segment.kind === "literal") return segment.text === text;
+  if (segment.kind === "glob") {
+    if (segment.loneStar) return text.length > 0;
+    if (segment.tail !== "" && !text.endsWith(segment.tail)) return false;
+    return globMatch(segment.units, text);
+  }
+  return true;
+}
+
+function matchSegments(segments: readonly Segment[], directoryOnly: boolean, parts: readonly string[]): boolean {
+  const n = segments.length;
+  const last = segments[n - 1]!;
+  const lastLoneStar = last.kind === "glob" && last.loneStar;
+  const from = (pi: number, si: number): boolean => {
+    if (pi === n) {
+      const rest = parts.length - si;
+      if (directoryOnly) return rest >= 1;
+      if (lastLoneStar) return rest === 0; // GitHub: a trailing `/*` owns direct children only
+      return true; // the path itself, or anything below it
     }
-    return { kind: "always" };
-  }
-  if (!anchored) return { kind: "always" };
-  const prefix: string[] = [];
-  for (const segment of segments) {
-    const lit = literalOf(segment);
-    if (lit === null) break;
-    prefix.push(lit);
-  }
-  return prefix.length > 0 ? { kind: "prefix", segments: prefix } : { kind: "always" };
+    const segment = segments[pi]!;
+    if (segment.kind === "globstar") {
+      if (pi === n - 1) return n === 1 ? parts.length - si >= (directoryOnly ? 2 : 1) : parts.length - si >= 1;
+      for (let k = si; k < parts.length; k++) if (from(pi + 1, k)) return true;
+      return false;
+    }
+    if (si >= parts.length || !segmentMatches(segment, parts[si]!)) return false;
+    return from(pi + 1, si + 1);
+  };
+  return from(0, 0);
 }
 
-function buildRegex(segments: readonly Segment[], directoryOnly: boolean): string {
+const REGEX_SYNTAX = /[\\^$.*+?()[\]{}|/]/g;
+
+function unitsRegex(segment: Segment): string {
+  if (segment.kind === "literal") return segment.text.replace(REGEX_SYNTAX, "\\$&");
+  if (segment.kind === "globstar") return "";
+  if (segment.loneStar) return "[^/]+";
+  return segment.units.map((unit) => (unit === STAR ? "[^/]*" : unit === ONE ? "[^/]" : unit.replace(REGEX_SYNTAX, "\\$&"))).join("");
+}
+
+function buildRegex(segments: readonly Segment[], directoryOnly: boolean): RegExp {
   const n = segments.length;
   let out = "^";
   for (let i = 0; i < n; i++) {
@@ -150,52 +187,123 @@ function buildRegex(segments: readonly Segment[], directoryOnly: boolean): strin
       continue;
     }
     if (i > 0 && !(i === 1 && segments[0]!.kind === "globstar")) out += "/";
-    out += tokensRegex(segment.tokens);
+    out += unitsRegex(segment);
     if (i === n - 1) {
-      const loneStar = segment.tokens.length === 1 && segment.tokens[0]!.kind === "star";
       if (directoryOnly) out += "/.+";
-      else if (!loneStar) out += "(?:/.+)?"; // GitHub: a trailing `/*` owns direct children only
+      else if (!(segment.kind === "glob" && segment.loneStar)) out += "(?:/.+)?";
     }
   }
-  return out + "$";
+  return new RegExp(out + "$", "u");
 }
+
+function extensionOf(tail: string): string | null {
+  const dot = tail.lastIndexOf(".");
+  return dot >= 0 ? tail.slice(dot + 1) : null;
+}
+
+/** The most selective necessary condition the index can check cheaply (see rule-index.ts). */
+function indexKeyOf(segments: readonly Segment[], anchored: boolean): IndexKey {
+  const prefix: string[] = [];
+  if (anchored) for (const segment of segments) {
+    if (segment.kind !== "literal") break;
+    prefix.push(segment.text);
+  }
+  if (prefix.length >= 2) return { kind: "prefix", segments: prefix };
+  let longest: string | null = null;
+  for (const segment of segments) {
+    if (segment.kind === "literal" && (longest === null || segment.text.length > longest.length)) longest = segment.text;
+  }
+  if (longest !== null && !(prefix.length === 1 && prefix[0] === longest)) return { kind: "segment", value: longest };
+  if (prefix.length === 1) return { kind: "prefix", segments: prefix };
+  for (const segment of segments) {
+    if (segment.kind === "glob") {
+      const extension = extensionOf(segment.tail);
+      if (extension !== null) return { kind: "extension", value: extension };
+    }
+  }
+  return { kind: "always" };
+}
+
+const BRACKETS = /[[\]]/;
 
 /** Compiles one CODEOWNERS-syntax pattern, or says why it is invalid. */
 export function compilePattern(source: string): PatternResult {
-  if (source === "") return { ok: false, message: "empty pattern" };
-  if (source.startsWith("!")) return { ok: false, message: "negation ('!') is not supported in CODEOWNERS" };
-  const split = splitSegments(source);
-  if (!split.ok) return split;
-  const { raw, globstar } = split;
+  const structure = parseStructure(source);
+  if (typeof structure === "string") return { ok: false, message: structure };
+  const { segments, directoryOnly, anchored } = structure;
+  const onlyLiterals = segments.every((segment) => segment.kind === "literal");
+  let test: (path: string) => boolean;
+  if (onlyLiterals) {
+    // The common case in large files: string comparisons only.
+    const literal = segments.map((segment) => (segment as { text: string }).text).join("/");
+    const below = literal + "/";
+    if (anchored) test = directoryOnly ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
+    else {
+      const inner = "/" + below;
+      const tail = "/" + literal;
+      test = directoryOnly
+        ? (path) => path.startsWith(below) || path.includes(inner)
+        : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
+    }
+  } else {
+    const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
+    test = (path) => matchSegments(full, directoryOnly, path.split("/"));
+  }
+  return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), test } };
+}
+
+interface Structure {
+  readonly segments: readonly Segment[];
+  readonly directoryOnly: boolean;
+  readonly anchored: boolean;
+}
+
+function parseStructure(source: string): Structure | string {
+  if (source === "") return "empty pattern";
+  if (source.startsWith("!")) return "negation ('!') is not supported in CODEOWNERS";
+  if (BRACKETS.test(source)) return "character ranges ('[ ]') are not supported in CODEOWNERS";
+  let raw: (Segment | "empty")[];
+  if (source.includes("\\")) {
+    const escaped = escapedSegments(source);
+    if (typeof escaped === "string") return escaped;
+    raw = escaped;
+  } else {
+    raw = [];
+    for (const text of source.split("/")) {
+      if (text === "") raw.push("empty");
+      else {
+        const segment = plainSegment(text);
+        if (typeof segment === "string") return segment;
+        raw.push(segment);
+      }
+    }
+  }
   let first = 0;
   let end = raw.length;
-  const leadingSlash = raw.length > 1 && raw[0]!.length === 0 && !globstar[0];
+  const leadingSlash = raw.length > 1 && raw[0] === "empty";
   if (leadingSlash) first = 1;
-  const directoryOnly = end - first >= 1 && raw[end - 1]!.length === 0 && !globstar[end - 1];
-  if (directoryOnly) end--;
-  if (end <= first) return { ok: false, message: "a pattern must name something besides '/'" };
+  const trailingSlash = end - first >= 1 && raw[end - 1] === "empty";
+  if (trailingSlash) end--;
+  if (end <= first) return "a pattern must name something besides '/'";
   const segments: Segment[] = [];
   for (let i = first; i < end; i++) {
-    if (globstar[i]) segments.push({ kind: "globstar" });
-    else if (raw[i]!.length === 0) return { ok: false, message: "empty path segment ('//')" };
-    else segments.push({ kind: "tokens", tokens: raw[i]! });
+    const segment = raw[i]!;
+    if (segment === "empty") return "empty path segment ('//')";
+    segments.push(segment);
   }
   const anchored = leadingSlash || segments.length > 1;
-  if (!anchored && segments[0]!.kind !== "globstar") segments.unshift({ kind: "globstar" });
-  const regexSource = buildRegex(segments, directoryOnly && segments[segments.length - 1]!.kind !== "globstar");
-  let regex: RegExp | null = null;
-  return {
-    ok: true,
-    pattern: {
-      source,
-      anchored,
-      indexKey: indexKeyOf(segments, anchored),
-      test(path: string): boolean {
-        regex ??= new RegExp(regexSource, "u");
-        return regex.test(path);
-      },
-    },
-  };
+  // `foo/**/` is `foo/**`; a lone `**/` still means "inside some directory".
+  const directoryOnly = trailingSlash && (segments.length === 1 || segments[segments.length - 1]!.kind !== "globstar");
+  return { segments, directoryOnly, anchored };
+}
+
+/** The same semantics as one RegExp: the reference implementation for property tests, never used on the hot path. */
+export function patternRegExp(source: string): RegExp | null {
+  const structure = parseStructure(source);
+  if (typeof structure === "string") return null;
+  const { segments, directoryOnly, anchored } = structure;
+  const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
+  return buildRegex(full, directoryOnly);
 }
 
 /** A pattern for one exact repository path (and everything below it), for built-in non-delegable paths. */

@@ -1,15 +1,11 @@
 // An index over ordered patterns answering "which is the last pattern that matches this path" while testing only plausible
-// patterns: a trie of literal leading directories for anchored patterns, maps by literal segment and by extension for
+// patterns: a map by literal leading directories (up to PREFIX_DEPTH of them) for anchored patterns, maps by literal segment and by extension for
 // patterns that match at any depth, and a short list of everything else. Cost grows with the candidates of a path, not with
 // the number of rules (issue 3 item 6; the naive reverse scan is kept for the benchmark and the equivalence property test).
 import type { CompiledPattern } from "./pattern.ts";
 
-interface TrieNode {
-  readonly children: Map<string, TrieNode>;
-  readonly entries: number[];
-}
-
-const newNode = (): TrieNode => ({ children: new Map(), entries: [] });
+/** Anchored patterns are filed under their first literal segments, at most this many (a flat map beats a trie to build). */
+export const PREFIX_DEPTH = 3;
 
 function push(map: Map<string, number[]>, key: string, value: number): void {
   const list = map.get(key);
@@ -18,7 +14,8 @@ function push(map: Map<string, number[]>, key: string, value: number): void {
 }
 
 export class PatternIndex {
-  private readonly root = newNode();
+  private readonly always: number[] = [];
+  private readonly byPrefix = new Map<string, number[]>();
   private readonly bySegment = new Map<string, number[]>();
   private readonly byExtension = new Map<string, number[]>();
   private readonly candidates: number[] = [];
@@ -27,19 +24,11 @@ export class PatternIndex {
     patterns.forEach((pattern, position) => {
       const key = pattern.indexKey;
       if (key.kind === "prefix") {
-        let node = this.root;
-        for (const segment of key.segments) {
-          let child = node.children.get(segment);
-          if (child === undefined) {
-            child = newNode();
-            node.children.set(segment, child);
-          }
-          node = child;
-        }
-        node.entries.push(position);
+        const depth = Math.min(key.segments.length, PREFIX_DEPTH);
+        push(this.byPrefix, `${depth}\u0000${key.segments.slice(0, depth).join("/")}`, position);
       } else if (key.kind === "segment") push(this.bySegment, key.value, position);
       else if (key.kind === "extension") push(this.byExtension, key.value, position);
-      else this.root.entries.push(position);
+      else this.always.push(position);
     });
   }
 
@@ -47,14 +36,15 @@ export class PatternIndex {
   lastMatch(path: string): number {
     const found = this.candidates;
     found.length = 0;
+    for (const entry of this.always) found.push(entry);
     const segments = path.split("/");
-    let node: TrieNode | undefined = this.root;
-    for (const entry of node.entries) found.push(entry);
+    let prefix = "";
+    for (let depth = 1; depth <= PREFIX_DEPTH && depth <= segments.length; depth++) {
+      prefix = depth === 1 ? segments[0]! : `${prefix}/${segments[depth - 1]}`;
+      const byPrefix = this.byPrefix.get(`${depth}\u0000${prefix}`);
+      if (byPrefix !== undefined) for (const entry of byPrefix) found.push(entry);
+    }
     for (const segment of segments) {
-      if (node !== undefined) {
-        node = node.children.get(segment);
-        if (node !== undefined) for (const entry of node.entries) found.push(entry);
-      }
       const bySegment = this.bySegment.get(segment);
       if (bySegment !== undefined) for (const entry of bySegment) found.push(entry);
       const dot = segment.lastIndexOf(".");
