@@ -40,8 +40,10 @@ export interface GatherOptions {
 }
 
 export type GatherResult =
-  /** `retryAfterMs`: the longest provider delay any rate-limited request of this gathering asked for. */
-  /** `requests`: forge requests issued; `notModified`: how many of them the forge answered 304 (no rate limit spent). */
+  /**
+   * `retryAfterMs`: the longest provider delay any rate-limited request of this gathering asked for (null: none).
+   * `requests`: forge requests issued; `notModified`: how many of them the forge answered 304 (no rate limit spent).
+   */
   | { kind: "gathered"; evidence: Evidence; pullRequest: PullRequestDetails; retryAfterMs: number | null; requests: number; notModified: number }
   /** The pull request itself could not be read: nothing to evaluate. */
   | { kind: "unavailable"; error: ForgeError; requests: number };

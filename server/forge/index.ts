@@ -6,3 +6,5 @@ export type { CheckConclusion, CheckOutput, CheckTarget, ManagedCheck } from "./
 export type { EvidenceRequest, GatherOptions, GatherResult, LookupPlan, PlanLookups } from "./evidence.ts";
 export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from "./pull-requests.ts";
 export { INSTALLATION_PERMISSIONS, FORGE_API_VERSION, PER_PAGE, type CallOptions } from "./transport.ts";
+export type { FileLocation } from "./contents.ts";
+export { REPOSITORY_MEDIA_TYPE } from "./directory.ts";
