@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
-import { MAX_PULL_REQUEST_FILES, MAX_REVIEWS } from "../policy/bounds.ts";
+import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { GatherResult } from "./evidence.ts";
 import { bufferLogger, clientFor, fixturePlan } from "./test-support.ts";
 
@@ -184,6 +184,37 @@ describe("bounds", () => {
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: fixturePlan })).evidence;
     expect(e.reviews).toMatchObject({ complete: false, cause: "over_bound" });
     expect(sim.requests.filter((q) => q.path === reviewsPath(pr.number))).toHaveLength(11);
+  });
+});
+
+describe("more bounds", () => {
+  test(`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests make the shared-head evidence over the bound`, async () => {
+    const repo = sim.control.mustRepo(s.org, s.repo);
+    const template = sim.control.mustPull(s.org, s.repo, s.pullNumber);
+    const added: number[] = [];
+    for (let i = 0; i < MAX_OPEN_PULL_REQUESTS; i++) {
+      const number = repo.nextNumber++;
+      added.push(number);
+      repo.pulls.set(number, { ...template, id: 5_000_000 + i, number, labels: [], reviews: [] });
+    }
+    try {
+      const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+      expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "over_bound" });
+    } finally {
+      for (const n of added) repo.pulls.delete(n);
+    }
+  });
+
+  test(`directory lookups stop at ${MAX_RESOLVED_OWNERS} owners; the rest stay absent so evaluation fails closed`, async () => {
+    const many = Array.from({ length: MAX_RESOLVED_OWNERS + 50 }, (_, i) => `user-${i}`);
+    sim.requests.length = 0;
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), {
+      planLookups: () => ({ collaborators: many, organizationMemberships: [], teams: [{ team: "acme/core", members: ["dave"] }], apps: [], botUsers: [] }),
+    })).evidence;
+    expect(e.directory.teams["acme/core"]).toBeUndefined();
+    expect(Object.keys(e.directory.collaborators)).toHaveLength(MAX_RESOLVED_OWNERS);
+    expect(e.directory.collaborators[`user-${MAX_RESOLVED_OWNERS}`]).toBeUndefined();
+    expect(sim.requests.filter((q) => q.path.includes("/collaborators/"))).toHaveLength(MAX_RESOLVED_OWNERS);
   });
 });
 

@@ -155,8 +155,9 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   const at = { installationId: r.installationId, owner: r.owner, repo: r.repo };
   const unique = (xs: readonly string[]) => [...new Map(xs.map((x) => [x.toLowerCase(), x])).values()];
   // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed.
-  const teams = plan.teams.slice(0, MAX_RESOLVED_OWNERS);
+  // The bound counts distinct owners, users and teams together.
   const users = unique(plan.collaborators).slice(0, MAX_RESOLVED_OWNERS);
+  const teams = plan.teams.slice(0, MAX_RESOLVED_OWNERS - users.length);
   const members = orgOwned ? unique(plan.organizationMemberships).slice(0, MAX_RESOLVED_OWNERS) : [];
   const apps = unique(plan.apps).slice(0, MAX_TRUSTED_APPS);
   const bots = unique(plan.botUsers).slice(0, MAX_TRUSTED_APPS);
