@@ -289,6 +289,8 @@ function parseStructure(source: string): Structure | string {
   for (let i = first; i < end; i++) {
     const segment = raw[i]!;
     if (segment === "empty") return "empty path segment ('//')";
+    // `**/**` means the same as `**`
+    if (segment.kind === "globstar" && segments[segments.length - 1]?.kind === "globstar") continue;
     segments.push(segment);
   }
   const anchored = leadingSlash || segments.length > 1;
