@@ -14,10 +14,10 @@ beforeAll(async () => {
 });
 afterAll(async () => { await sim.stop(); });
 
-async function evaluateNow() {
+async function evaluateNow(number = s.pullNumber) {
   const client = clientFor(sim, s);
   const result = await client.gatherEvidence(
-    { installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
+    { installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
     { planLookups: (e) => planLookups(e, DEFAULT_EVALUATION_SETTINGS) },
   );
   if (result.kind !== "gathered") throw new Error("pull request unavailable");
@@ -49,4 +49,14 @@ test("a pull request fails, succeeds once eligible owners approve the head, and 
     [s.headSha, "completed", "success"], [pushed.sha, "completed", "failure"],
   ]);
   expect(runs.every((r) => r.app?.id === s.appId && r.name === "Service / approval")).toBe(true);
+});
+
+test("an enrolled App's approval stands in for the docs owners on a delegated path", async () => {
+  await sim.control.commit({ owner: s.org, repo: s.repo, branch: "docs-only", files: { "docs/intro.md": "# Intro\n" } });
+  const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "docs-only", author: "erin" });
+  expect((await evaluateNow(pr.number)).decision.conclusion).toBe("failure");
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: `${s.botSlug}[bot]`, state: "APPROVED" });
+  const after = await evaluateNow(pr.number);
+  expect(after.decision.reasons).toEqual([]);
+  expect(after.decision.conclusion).toBe("success");
 });
