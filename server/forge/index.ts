@@ -8,3 +8,4 @@ export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from 
 export { INSTALLATION_PERMISSIONS, FORGE_API_VERSION, PER_PAGE, type CallOptions } from "./transport.ts";
 export type { FileLocation } from "./contents.ts";
 export { REPOSITORY_MEDIA_TYPE } from "./directory.ts";
+export { convertAppManifest, type AppCredentials, type ManifestConversionOptions } from "./manifest.ts";
