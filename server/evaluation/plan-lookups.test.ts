@@ -1,0 +1,67 @@
+import { describe, expect, test } from "bun:test";
+import { evaluate } from "./evaluate.ts";
+import { DEFAULT_EVALUATION_SETTINGS, type DirectoryFacts, type Evidence } from "./evidence.ts";
+import { BOT, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, review, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
+import { planLookups } from "./plan-lookups.ts";
+
+const EMPTY_DIRECTORY: DirectoryFacts = { collaborators: {}, organizationMemberships: {}, teams: {}, apps: {}, botUsers: {} };
+
+/** Keeps only the directory facts the plan names: what a fetcher following the plan would have. */
+function directoryFromPlan(evidence: Evidence): Evidence {
+  const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+  const full = evidence.directory;
+  const pick = <T>(record: Readonly<Record<string, T>>, keys: readonly string[]) => Object.fromEntries(keys.map((key) => [key, record[key]!]));
+  return {
+    ...evidence,
+    directory: {
+      collaborators: pick(full.collaborators, plan.collaborators),
+      organizationMemberships: pick(full.organizationMemberships, plan.organizationMemberships),
+      teams: Object.fromEntries(plan.teams.map(({ team, members }) => [team, { ...full.teams[team]!, memberships: pick(full.teams[team]!.memberships, members) }])),
+      apps: pick(full.apps, plan.apps),
+      botUsers: pick(full.botUsers, plan.botUsers),
+    },
+  };
+}
+
+describe("planLookups", () => {
+  test("without reviews nothing needs looking up", () => {
+    expect(planLookups({ ...baseEvidence(), directory: EMPTY_DIRECTORY }, DEFAULT_EVALUATION_SETTINGS)).toEqual({
+      collaborators: [],
+      organizationMemberships: [],
+      teams: [],
+      apps: [],
+      botUsers: [],
+    });
+  });
+  test("names the owners who reviewed, the teams of the changed paths and the enrolled Apps that approved", () => {
+    const evidence = withReviews(
+      withFiles(withRepositoryPolicy(baseEvidence(), delegationPolicy(["docs/**"])), ["src/a.ts", "docs/b.md", "README.md"]),
+      approve(USERS.alice),
+      review(USERS.bob, "CHANGES_REQUESTED"),
+      approve(USERS.carol, OLD_HEAD),
+      approve(BOT),
+    );
+    const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(plan.collaborators).toEqual(["alice"]);
+    expect(plan.organizationMemberships).toEqual(["alice"]);
+    expect(plan.teams).toEqual([
+      { team: "acme/core", members: ["alice", "bob"] },
+      { team: "acme/docs", members: ["alice", "bob"] },
+    ]);
+    expect(plan.apps).toEqual(["docs-review-bot"]);
+    expect(plan.botUsers).toEqual([BOT.login]);
+  });
+  test("evidence fetched by the plan gives the same decision as complete directory facts", () => {
+    const cases = [
+      withReviews(baseEvidence(), approve(USERS.alice)),
+      withReviews(withFiles(baseEvidence(), ["README.md", "docs/x.md"]), approve(USERS.bob), approve(USERS.erin), review(USERS.dave, "CHANGES_REQUESTED")),
+      withReviews(withFiles(withRepositoryPolicy(baseEvidence(), delegationPolicy(["docs/**"])), ["docs/x.md"]), approve(BOT)),
+    ];
+    for (const evidence of cases) {
+      const planned = evaluate(directoryFromPlan(evidence), DEFAULT_EVALUATION_SETTINGS);
+      const complete = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+      expect(planned.reasons).toEqual([]);
+      expect([planned.kind, planned.conclusion]).toEqual([complete.kind, complete.conclusion]);
+    }
+  });
+});
