@@ -34,6 +34,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "label-definitions": (c, b) => c.control.defineLabel(b),
   "check-runs": (c, b) => c.control.checkRuns(b),
   "check-run-rerequests": (c, b) => c.control.rerequestCheckRun(b),
+  "check-suite-rerequests": (c, b) => c.control.rerequestCheckSuite(b),
   "manifest-codes": (c, b) => c.control.mintManifestCode(b ?? {}),
   "webhook-target": (c, b) => c.control.setWebhookTarget(b ?? {}),
   "faults": (c, b) => ({ id: c.faults.add(b as Fault) }),

@@ -331,6 +331,20 @@ export class SimulatorControl {
       (inst) => inst.appId === run.appId);
   }
 
+  /** Sends check_suite rerequested for the suite of `appId` on `headSha` (to that App only). */
+  async rerequestCheckSuite(args: { owner: string; repo: string; headSha: string; appId: number; sender?: string }): Promise<void> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const app = this.mustApp(args.appId);
+    const run = [...this.state.checkRuns.values()].find((r) => r.repoId === repo.id && r.headSha === args.headSha && r.appId === app.id);
+    const prs = [...repo.pulls.values()].filter((p) => p.state === "open" && p.headSha === args.headSha).map((p) => ({
+      id: p.id, number: p.number, head: { ref: p.headRef, sha: p.headSha }, base: { ref: p.baseRef, sha: p.baseSha },
+    }));
+    await this.emit(repo, "check_suite", () => ({
+      action: "rerequested", sender: this.userBody(args.sender ?? repo.ownerLogin),
+      check_suite: { id: run?.suiteId ?? this.state.nextId("suite"), head_sha: args.headSha, head_branch: null, status: "completed", conclusion: run?.conclusion ?? null, app: appJson(this.base, this.state, app), pull_requests: prs },
+    }), (inst) => inst.appId === app.id);
+  }
+
   mintManifestCode(args: { manifest?: Record<string, unknown>; owner?: string }): { code: string } {
     const code = randomBytes(10).toString("hex");
     this.state.manifestCodes.set(code, { ...(args.manifest ?? {}), __owner: args.owner ?? "" });

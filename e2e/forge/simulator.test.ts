@@ -154,6 +154,10 @@ describe("webhooks", () => {
     await sim.control.rerequestCheckRun({ checkRunId: run.id });
     expect(received).toHaveLength(1);
     expect(JSON.parse(received[0]!.body)).toMatchObject({ action: "rerequested", check_run: { id: run.id, head_sha: s.headSha, app: { id: s.appId } }, installation: { id: s.installationId } });
+    received.length = 0;
+    await sim.control.rerequestCheckSuite({ owner: "acme", repo: "web", headSha: s.headSha, appId: s.appId });
+    expect(received.map((r) => r.headers.get("x-forge-event"))).toEqual(["check_suite"]);
+    expect(JSON.parse(received[0]!.body)).toMatchObject({ action: "rerequested", check_suite: { head_sha: s.headSha, app: { id: s.appId } } });
   });
 });
 
