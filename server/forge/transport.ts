@@ -90,7 +90,9 @@ export function createTransport(options: TransportOptions): Transport {
   function report(error: unknown, route: string): ForgeError {
     const classified = classifyForgeError(error, route);
     // Only the route template, status and kind: never the error object (it carries request headers) or response bodies.
-    log.warn({ route, status: classified.status, kind: classified.kind, retryAfterMs: classified.retryAfterMs }, "forge request failed");
+    // A 404 is an ordinary answer for directory lookups ("not eligible"), so it is not worth a warning.
+    const level = classified.kind === "not_found" ? "debug" : "warn";
+    log[level]({ route, status: classified.status, kind: classified.kind, retryAfterMs: classified.retryAfterMs }, "forge request failed");
     return classified;
   }
 
