@@ -147,8 +147,13 @@ export class SimulatorControl {
     return { sha: commit.sha, before };
   }
 
-  async openPullRequest(args: { owner: string; repo: string; head: string; base?: string; title?: string; author: string; draft?: boolean }): Promise<PullRequest> {
+  /** Opens a pull request from branch `head` (set to commit `headSha` first when given, e.g. a second branch on a shared head). */
+  async openPullRequest(args: { owner: string; repo: string; head: string; headSha?: string; base?: string; title?: string; author: string; draft?: boolean }): Promise<PullRequest> {
     const repo = this.mustRepo(args.owner, args.repo);
+    if (args.headSha !== undefined) {
+      if (!this.state.commits.has(args.headSha)) throw new ControlError(422, "no such commit");
+      repo.branches.set(args.head, args.headSha);
+    }
     const baseRef = args.base ?? repo.defaultBranch;
     const headSha = repo.branches.get(args.head);
     const baseSha = repo.branches.get(baseRef);

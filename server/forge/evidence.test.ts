@@ -187,6 +187,16 @@ describe("bounds", () => {
   });
 });
 
+test("another open pull request on the same head commit is in the shared-head evidence", async () => {
+  const other = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "feature-copy", headSha: s.headSha, author: "bob" });
+  try {
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: other.number, headSha: s.headSha }, { number: s.pullNumber, headSha: s.headSha }] });
+  } finally {
+    await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: other.number, state: "closed" });
+  }
+});
+
 describe("more bounds", () => {
   test(`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests make the shared-head evidence over the bound`, async () => {
     const repo = sim.control.mustRepo(s.org, s.repo);
