@@ -1,4 +1,5 @@
-// Simulator control: every state change tests and the demo make, each followed by the webhooks the forge would send.
+// Simulator control: every state change tests and the demo make, each followed by the webhooks the forge would send. One class
+// on purpose (it is longer than our usual file): each operation pairs a state change with its events, and tests call it directly.
 import { createPublicKey, randomBytes } from "node:crypto";
 import { makeCommit } from "./git.ts";
 import {
@@ -379,6 +380,7 @@ export class SimulatorControl {
       };
       const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null };
       this.deliveries.push(await deliverWebhook(target, event, payload, inst.id, this.options.webhookTimeoutMs ?? 5000));
+      if (this.deliveries.length > 10_000) this.deliveries.splice(0, this.deliveries.length - 10_000);
     }));
   }
 

@@ -23,6 +23,8 @@ export interface ForgeSimulator {
 }
 
 const LEVEL: Record<string, number> = { read: 1, write: 2, admin: 3 };
+/** Requests and webhook deliveries kept for inspection (benchmarks run long). */
+export const MAX_LOGGED = 10_000;
 
 interface Compiled { route: Route; re: RegExp; names: string[] }
 
@@ -70,6 +72,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     if (url.pathname.startsWith("/_control/")) return handleControl(req, url.pathname.slice("/_control/".length));
     const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
     requests.push(record);
+    if (requests.length > MAX_LOGGED) requests.splice(0, requests.length - MAX_LOGGED);
     const page = Number(url.searchParams.get("page") ?? 1) || 1;
     const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate"]);
     if (fault?.kind === "slow") await Bun.sleep(fault.delayMs ?? 1000);
