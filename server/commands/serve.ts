@@ -4,6 +4,9 @@ import { createApp } from "../http/app.ts";
 import { createForgeClient, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
 import type { WebhookDeps } from "../ingress/index.ts";
+import type { CheckTransition } from "../worker/context.ts";
+import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../worker/worker.ts";
+import { hostname } from "node:os";
 import type { Logger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import { assertCompatible, openStore, type Store, StoreError } from "../store/index.ts";
@@ -19,7 +22,9 @@ export type RunningService = { readonly url: string; readonly port: number; stop
  * `serve`: checks the database (never creating or changing schema), then serves the HTTP routes. Returns a handle whose
  * stop() drains: stop accepting, finish in-flight requests, stop tasks, close the database.
  */
-export async function startService(config: Config, log: Logger): Promise<RunningService> {
+export type ServiceHooks = { readonly onTransition?: (event: CheckTransition) => void };
+
+export async function startService(config: Config, log: Logger, hooks: ServiceHooks = {}): Promise<RunningService> {
   log.info({ settings: describeConfig(config), version: APPLICATION_VERSION, build_revision: BUILD_REVISION_VALUE }, "starting");
   if (config.allowInsecureChanges) {
     log.error(
@@ -49,6 +54,21 @@ export async function startService(config: Config, log: Logger): Promise<Running
   }
 
   const now = () => Date.now();
+  let worker: Worker | null = null;
+  if (forge && config.workerEnabled) {
+    worker = createWorker(
+      {
+        store, forge, metrics, log, now,
+        settings: { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges, organizationPolicyRepository: config.organizationPolicyRepository },
+        workerId: `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`,
+        guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
+        resetTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
+        ...(hooks.onTransition ? { onTransition: hooks.onTransition } : {}),
+      },
+      { ...DEFAULT_WORKER_OPTIONS, retryCapSeconds: config.workerRetryMaxSeconds },
+    );
+    worker.start();
+  }
   const webhook: WebhookDeps = {
     secret: config.webhookSecret,
     store,
@@ -58,8 +78,9 @@ export async function startService(config: Config, log: Logger): Promise<Running
     fastPath: forge ? { forge, store, policyPath: config.policyPath, now } : null,
     invalidationTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
     now,
+    ...(worker ? { onQueued: () => worker.wake() } : {}),
   };
-  const health: HealthSources = { config, store, credentials: probe, worker: null, reconciler: null };
+  const health: HealthSources = { config, store, credentials: probe, worker, reconciler: null };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook });
   const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -69,6 +90,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     port: server.port ?? config.port,
     async stop() {
       await server.stop();
+      await worker?.stop();
       await probe?.stop();
       await store.close();
       log.info("stopped");

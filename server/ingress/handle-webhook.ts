@@ -28,6 +28,8 @@ export type WebhookDeps = {
   readonly fastPath: FastPathDeps | null;
   readonly invalidationTimeoutMs: number;
   readonly now: () => number;
+  /** Called after new work was stored (the in-process worker claims it at once instead of at its next poll). */
+  readonly onQueued?: () => void;
 };
 
 export async function handleWebhook(deps: WebhookDeps, request: Request): Promise<WebhookReply> {
@@ -72,6 +74,17 @@ export async function handleWebhook(deps: WebhookDeps, request: Request): Promis
 }
 
 async function accept(
+  deps: WebhookDeps,
+  mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
+  delivery: { deliveryId: string; event: string; action: string | null },
+  failure: (status: number, reason: FailureReason) => WebhookReply,
+): Promise<WebhookReply> {
+  const reply = await acceptOnce(deps, mapping, delivery, failure);
+  if (reply.status === 202 && "queued" in reply.body && reply.body.queued) deps.onQueued?.();
+  return reply;
+}
+
+async function acceptOnce(
   deps: WebhookDeps,
   mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
   delivery: { deliveryId: string; event: string; action: string | null },

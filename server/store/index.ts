@@ -7,3 +7,4 @@ export { type MigrationReport, type SchemaIdentity, type Store, StoreError } fro
 export { all, one, type Op, type OpOptions, run } from "./op.ts";
 export * from "./ops/ingress-ops.ts";
 export type { RepositoryRef } from "./ops/work-rows.ts";
+export * from "./ops/queue-ops.ts";

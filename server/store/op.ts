@@ -5,16 +5,18 @@
  * dialects share (upserts with partial-index targets, RETURNING, CASE instead of least/greatest); placeholders are $1..$n.
  */
 export type Row = Record<string, unknown>;
-export type Query = { readonly sql: string; readonly params: readonly unknown[]; readonly mode: "one" | "all" | "run" };
+/** SQL text, or one text per backend where the dialects differ (row locking: FOR UPDATE SKIP LOCKED exists only on PostgreSQL). */
+export type Sql = string | { readonly postgresql: string; readonly sqlite: string };
+export type Query = { readonly sql: Sql; readonly params: readonly unknown[]; readonly mode: "one" | "all" | "run" };
 export type Op<T> = Generator<Query, T, unknown>;
 
-export function* one<T extends Row = Row>(sql: string, ...params: unknown[]): Generator<Query, T | null, unknown> {
+export function* one<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Query, T | null, unknown> {
   return (yield { sql, params, mode: "one" }) as T | null;
 }
-export function* all<T extends Row = Row>(sql: string, ...params: unknown[]): Generator<Query, T[], unknown> {
+export function* all<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Query, T[], unknown> {
   return (yield { sql, params, mode: "all" }) as T[];
 }
-export function* run(sql: string, ...params: unknown[]): Generator<Query, number, unknown> {
+export function* run(sql: Sql, ...params: unknown[]): Generator<Query, number, unknown> {
   return (yield { sql, params, mode: "run" }) as number;
 }
 

@@ -108,6 +108,14 @@ export async function inTransaction<T>(sql: postgres.ReservedSql, fn: () => Prom
   }
 }
 
+/** Advisory-lock key of the head publication guard: "ch" in the high bits, 48 bits of a hash of installation, repository and head. */
+export function headGuardKey(installationId: number, repositoryId: number, headSha: string): string {
+  const digest = new Bun.CryptoHasher("sha256").update(`${installationId}:${repositoryId}:${headSha}`).digest();
+  let low = 0n;
+  for (let i = 0; i < 6; i++) low = (low << 8n) | BigInt(digest[i]!);
+  return (0x6368n * 2n ** 48n + low).toString();
+}
+
 export class PostgresStore implements Store {
   readonly backend = "postgresql" as const;
   constructor(readonly sql: Sql) {}
@@ -149,6 +157,38 @@ export class PostgresStore implements Store {
     };
   }
 
+  async acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>> {
+    const connection = await acquire(this.sql);
+    const installationKey = publicationGuardKey(installationId);
+    const headKey = headGuardKey(installationId, repositoryId, headSha);
+    let held = 0;
+    const unlock = async () => {
+      if (held >= 2) await connection.unsafe("select pg_advisory_unlock($1::bigint)", [headKey]).catch(() => {});
+      if (held >= 1) await connection.unsafe("select pg_advisory_unlock_shared($1::bigint)", [installationKey]).catch(() => {});
+      held = 0;
+    };
+    try {
+      await connection.unsafe(`set lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      await connection.unsafe("select pg_advisory_lock_shared($1::bigint)", [installationKey]);
+      held = 1;
+      await connection.unsafe("select pg_advisory_lock($1::bigint)", [headKey]);
+      held = 2;
+      await connection.unsafe("reset lock_timeout");
+    } catch (error) {
+      await unlock();
+      await connection.unsafe("reset lock_timeout").catch(() => {});
+      connection.release();
+      throw classify(error);
+    }
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      await unlock();
+      connection.release();
+    };
+  }
+
   async ping(): Promise<void> {
     await this.withConnection((sql) => sql`select 1`);
   }
@@ -169,7 +209,7 @@ export class PostgresStore implements Store {
         let step = steps.next();
         while (!step.done) {
           const query = step.value;
-          const result = await sql.unsafe(query.sql, query.params as never[]);
+          const result = await sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[]);
           step = steps.next(query.mode === "one" ? (result[0] ?? null) : query.mode === "all" ? [...result] : result.count);
         }
         return step.value;

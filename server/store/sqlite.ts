@@ -43,12 +43,27 @@ export class SqliteStore implements Store {
     return async () => release();
   }
 
+  async acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>> {
+    const releaseInstallation = await this.guard.acquireShared(String(installationId), timeoutMs);
+    try {
+      const releaseHead = await this.guard.acquireExclusive(`head:${installationId}:${repositoryId}:${headSha}`, timeoutMs);
+      return async () => {
+        releaseHead();
+        releaseInstallation();
+      };
+    } catch (error) {
+      releaseInstallation();
+      throw error;
+    }
+  }
+
   private query(query: Query): unknown {
-    let statement = this.statements.get(query.sql);
+    const text = typeof query.sql === "string" ? query.sql : query.sql.sqlite;
+    let statement = this.statements.get(text);
     if (!statement) {
       // $n placeholders become ?n; PostgreSQL casts (::jsonb, ::bigint) have no SQLite meaning.
-      statement = this.db.query(query.sql.replace(/\$(\d+)/g, "?$1").replace(/::[a-z]+/g, ""));
-      this.statements.set(query.sql, statement);
+      statement = this.db.query(text.replace(/\$(\d+)/g, "?$1").replace(/::[a-z]+/g, ""));
+      this.statements.set(text, statement);
     }
     const params = query.params.map((p) => (typeof p === "boolean" ? (p ? 1 : 0) : p ?? null)) as never[];
     if (query.mode === "one") return statement.get(...params) ?? null;

@@ -18,6 +18,11 @@ export interface Store {
    * release. Authority acceptance takes the same guard exclusively (OpOptions.exclusiveGuard), so it waits for the write.
    */
   acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>>;
+  /**
+   * The publication guards around a final check write, always in this order: the installation guard shared, then the head
+   * publication guard exclusive (per installation and head). Resolves to the release of both, or rejects on timeout.
+   */
+  acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>>;
   /** Depth gauges for /metrics, read at scrape time. */
   queueGauges(): Promise<QueueGauges>;
   close(): Promise<void>;

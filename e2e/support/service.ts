@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { loadConfig } from "../../server/config/index.ts";
+import { type RunningService, startService } from "../../server/commands/serve.ts";
+import { migrateDatabase } from "../../server/store/index.ts";
+import type { CheckTransition } from "../../server/worker/context.ts";
+import { type BackendName, createTestDatabase, type TestDatabase } from "./databases.ts";
+
+/**
+ * The service in-process against the forge simulator: the base scenario (one organization, a target repository with
+ * CODEOWNERS and policy, teams, a trusted review App, one open pull request), our App's webhooks pointed at the service.
+ */
+export const WEBHOOK_SECRET = "integration-webhook-secret-0123456789abcdef";
+
+export type ServiceHarness = {
+  sim: ForgeSimulator;
+  scenario: Scenario;
+  service: RunningService;
+  database: TestDatabase;
+  transitions: CheckTransition[];
+  logs: string[];
+  checks(headSha: string): Array<{ id: number; status: string; conclusion: string | null; output: { title: string | null; summary: string | null; text: string | null } }>;
+  /** Waits until the managed check on headSha matches, or throws with what it saw. */
+  waitForCheck(headSha: string, expected: { status: string; conclusion?: string | null }, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+};
+
+export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}): Promise<ServiceHarness> {
+  const keys = generateAppKeys();
+  const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
+  // Each App has its own webhook URL on the forge; until the service runs, deliveries to ours are lost (as on a real forge).
+  const originalCreateApp = sim.control.createApp.bind(sim.control);
+  let first = true;
+  sim.control.createApp = (args) => {
+    const app = originalCreateApp(first ? args : { ...args, webhookUrl: args.webhookUrl ?? "http://127.0.0.1:9/another-app" });
+    first = false;
+    return app;
+  };
+  const scenario = await createScenario(sim, { keys });
+  const dir = mkdtempSync(join(tmpdir(), "svc-int-"));
+  writeFileSync(join(dir, "key.pem"), keys.privateKey);
+  writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
+  const database = await createTestDatabase(backend);
+  await migrateDatabase(database.target, Date.now());
+  const config = loadConfig({
+    SERVICE_DATABASE_URL: database.url,
+    SERVICE_FORGE_API_URL: sim.url,
+    SERVICE_FORGE_APP_ID: String(scenario.appId),
+    SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
+    SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
+    SERVICE_HOST: "127.0.0.1",
+    SERVICE_PORT: "0",
+    SERVICE_RECONCILE_ENABLED: "false",
+    ...env,
+  });
+  const logs: string[] = [];
+  const transitions: CheckTransition[] = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
+  const service = await startService(config, log, { onTransition: (event) => transitions.push(event) });
+  const app = sim.control.mustApp(scenario.appId);
+  app.webhookUrl = `${service.url}/webhooks/forge`;
+  const checks = (headSha: string) => sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha }) as never;
+  return {
+    sim, scenario, service, database, transitions, logs, checks,
+    async waitForCheck(headSha, expected, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const runs = checks(headSha) as Array<{ status: string; conclusion: string | null }>;
+        const run = runs[0];
+        if (run && run.status === expected.status && (expected.conclusion === undefined || run.conclusion === expected.conclusion)) return;
+        if (Date.now() > deadline) throw new Error(`check on ${headSha.slice(0, 8)}: wanted ${JSON.stringify(expected)}, saw ${JSON.stringify(runs.map((r) => ({ status: r.status, conclusion: r.conclusion })))}\n${logs.slice(-15).join("")}`);
+        await Bun.sleep(25);
+      }
+    },
+    async stop() {
+      await service.stop();
+      await sim.stop();
+      await database.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

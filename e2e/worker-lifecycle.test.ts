@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS } from "./support/databases.ts";
+import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
+
+/**
+ * The product's job end to end, in-process on both backends against the forge simulator: a pull request changing two owned
+ * paths fails until every owner set approved the exact head; a new commit makes the old approvals stop counting.
+ */
+describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
+  let h: ServiceHarness;
+  afterEach(async () => h?.stop());
+
+  test("fail, approve, succeed, new commit fails, approve the new head, succeed", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    // The pull request was opened before the service ran (that delivery was lost): a new commit is the first event it sees.
+    const { sha: head1 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "export const a = 1;\n" } });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
+    expect(h.checks(head1)[0]!.output.title).toBe("2 of 2 owner sets not yet approved");
+
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "success" });
+
+    const { sha: head2 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/b.ts": "export const b = 2;\n" } });
+    await h.waitForCheck(head2, { status: "completed", conclusion: "failure" });
+    expect(h.checks(head2)[0]!.output.summary ?? "").not.toBe("");
+
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head2, { status: "completed", conclusion: "success" });
+    // One managed check per head, ours only.
+    expect(h.checks(head1)).toHaveLength(1);
+    expect(h.checks(head2)).toHaveLength(1);
+    const completed = h.transitions.filter((t) => t.status === "completed").map((t) => t.conclusion);
+    expect(completed).toContain("success");
+    expect(completed).toContain("failure");
+  }, 60_000);
+
+  test("an approval of an older head does not count for the new head", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    const { sha: head1 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
+    const { sha: head2 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "2\n" } });
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED", commitId: head1 });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED", commitId: head1 });
+    await h.waitForCheck(head2, { status: "completed", conclusion: "failure" });
+    await Bun.sleep(300);
+    expect(h.checks(head2)[0]!.conclusion).toBe("failure");
+  }, 60_000);
+
+  test("a head shared by two open pull requests never succeeds", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    // A second pull request from the same branch: its head is the same commit.
+    const twin = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "feature", author: "erin", title: "Twin" });
+    expect(twin.headSha).toBe(head);
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, number: twin.number, user: "alice", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, number: twin.number, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "in_progress" });
+    await Bun.sleep(500);
+    const run = h.checks(head)[0]!;
+    expect(run.status).toBe("in_progress");
+    expect(run.output.title).toContain(`#`);
+  }, 60_000);
+});

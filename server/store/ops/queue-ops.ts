@@ -1,0 +1,145 @@
+import { all, one, type Op, run } from "../op.ts";
+import { advanceEvaluationGeneration, currentAuthorityEpoch, queueEvaluation, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
+
+/**
+ * Queue operations of the worker (spec "Queue rows"; DESIGN 4).
+ *
+ * Row states: pending --claim--> leased --complete--> (deleted) | pending (work merged while leased: run again)
+ *                                        --retry----> pending with run_at in the future (backoff or provider delay)
+ *                                        --expiry---> claimable again by any worker (the holder crashed or stalled)
+ * 'dead' rows exist only as legacy or manual rows; nothing here creates one. Claim order is global: priority (exact-head
+ * invalidation, installation-wide, repository-wide, base-specific, evaluation), then run_at, then id.
+ */
+export type JobKind = "head_invalidation" | "installation_fanout" | "repository_fanout" | "base_ref" | "evaluation";
+
+export type JobRow = {
+  id: number;
+  kind: JobKind;
+  installation_id: number;
+  repository_id: number | null;
+  repository_owner: string | null;
+  repository_name: string | null;
+  pull_number: number | null;
+  head_sha: string | null;
+  base_ref: string | null;
+  shared_generation: number | null;
+  evaluation_generation: number | null;
+  authority_epoch: number | null;
+  attempts: number;
+  merges: number;
+  run_at_ms: number;
+  lease_owner: string | null;
+  lease_expires_at_ms: number | null;
+};
+
+const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms";
+const CLAIMABLE = "(state = 'pending' and run_at_ms <= $1) or (state = 'leased' and lease_expires_at_ms < $1)";
+
+export function* claimNext(owner: string, now: number, leaseMs: number): Op<JobRow | null> {
+  return yield* one<JobRow>({
+    postgresql: `with next as (select id from jobs where ${CLAIMABLE} order by priority, run_at_ms, id limit 1 for update skip locked)
+      update jobs set state = 'leased', lease_owner = $2, lease_expires_at_ms = $1 + $3, attempts = jobs.attempts + 1, updated_at_ms = $1
+      from next where jobs.id = next.id returning ${COLUMNS.split(", ").map((c) => `jobs.${c}`).join(", ")}`,
+    sqlite: `update jobs set state = 'leased', lease_owner = $2, lease_expires_at_ms = $1 + $3, attempts = attempts + 1, updated_at_ms = $1
+      where id = (select id from jobs where ${CLAIMABLE} order by priority, run_at_ms, id limit 1) returning ${COLUMNS}`,
+  }, now, owner, leaseMs);
+}
+
+/** Extends the lease; false when this worker no longer holds the row. */
+export function* renewLease(id: number, owner: string, now: number, leaseMs: number): Op<boolean> {
+  const changed = yield* run("update jobs set lease_expires_at_ms = $3 + $4, updated_at_ms = $3 where id = $1 and lease_owner = $2 and state = 'leased' and lease_expires_at_ms >= $3", id, owner, now, leaseMs);
+  return changed > 0;
+}
+
+export type Completion = "done" | "requeued" | "lost";
+
+/** Finishes a leased row: deleted when no work merged into it since the claim, else back to pending to run again. */
+export function* completeJob(id: number, owner: string, mergesAtClaim: number, now: number): Op<Completion> {
+  const deleted = yield* run("delete from jobs where id = $1 and lease_owner = $2 and state = 'leased' and merges = $3", id, owner, mergesAtClaim);
+  if (deleted > 0) return "done";
+  const requeued = yield* run(
+    "update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, attempts = 0, run_at_ms = $3, updated_at_ms = $3 where id = $1 and lease_owner = $2 and state = 'leased'",
+    id, owner, now,
+  );
+  return requeued > 0 ? "requeued" : "lost";
+}
+
+/** A runtime failure: the row goes back to pending and runs again at runAt (never terminal). */
+export function* retryJob(id: number, owner: string, runAt: number, errorCode: string, now: number): Op<boolean> {
+  const changed = yield* run(
+    "update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $3, last_error = $4, updated_at_ms = $5 where id = $1 and lease_owner = $2 and state = 'leased'",
+    id, owner, runAt, errorCode, now,
+  );
+  return changed > 0;
+}
+
+/** Shutdown: hand every row this worker holds back as pending, runnable now. */
+export function* releaseLeases(owner: string, now: number): Op<number> {
+  return yield* run("update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $2, updated_at_ms = $2 where lease_owner = $1 and state = 'leased'", owner, now);
+}
+
+export type Fences = {
+  readonly shared: number;
+  readonly invalidated: number;
+  readonly evaluation: number;
+  readonly authorityEpoch: number;
+  readonly fanoutPending: boolean;
+  readonly leaseHeld: boolean;
+};
+
+/** Every fence the publication rule compares (DESIGN 4), read in one transaction. */
+export function* readFences(input: { jobId: number; owner: string; installationId: number; repositoryId: number; headSha: string; pullNumber: number; now: number }): Op<Fences> {
+  const head = yield* one<{ shared_generation: number; invalidated_generation: number }>(
+    "select shared_generation, invalidated_generation from head_generations where repository_id = $1 and head_sha = $2", input.repositoryId, input.headSha,
+  );
+  const pull = yield* one<{ evaluation_generation: number }>("select evaluation_generation from pull_generations where repository_id = $1 and pull_number = $2", input.repositoryId, input.pullNumber);
+  const epoch = yield* one<{ authority_epoch: number }>("select authority_epoch from installation_epochs where installation_id = $1", input.installationId);
+  const fanout = yield* one("select id from jobs where installation_id = $1 and kind in ('installation_fanout', 'repository_fanout') and state in ('pending', 'leased') limit 1", input.installationId);
+  const lease = yield* one("select id from jobs where id = $1 and lease_owner = $2 and state = 'leased' and lease_expires_at_ms >= $3", input.jobId, input.owner, input.now);
+  return {
+    shared: head?.shared_generation ?? 0,
+    invalidated: head?.invalidated_generation ?? 0,
+    evaluation: pull?.evaluation_generation ?? 0,
+    authorityEpoch: epoch?.authority_epoch ?? 0,
+    fanoutPending: fanout !== null,
+    leaseHeld: lease !== null,
+  };
+}
+
+/** Supersedes each pull request's evaluation generation and queues its evaluation at the current authority epoch. */
+export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
+  const epoch = yield* currentAuthorityEpoch(repository.installationId, now);
+  for (const pull of pulls) {
+    const generation = yield* advanceEvaluationGeneration(repository, pull.number, now);
+    yield* queueEvaluation(repository, pull.number, pull.headSha, generation, epoch, now);
+  }
+}
+
+/** Installation-wide work split into one repository-wide row per repository (their own fences), in one transaction. */
+export function* splitInstallationFanout(installationId: number, repositories: readonly RepositoryRef[], now: number): Op<void> {
+  const epoch = yield* currentAuthorityEpoch(installationId, now);
+  for (const repository of repositories) yield* queueRepositoryFanout(repository, epoch, now);
+}
+
+export type AuditEvent = {
+  readonly kind: "conclusion" | "fanout" | "invalidation";
+  readonly installationId: number;
+  readonly repositoryId: number | null;
+  readonly pullNumber: number | null;
+  readonly headSha: string | null;
+  readonly outcome: string;
+  /** Identifiers and counts only: never payloads, titles, names of people or secrets. */
+  readonly detail: Readonly<Record<string, string | number | boolean | null>>;
+  readonly now: number;
+};
+
+export function* recordAudit(event: AuditEvent): Op<void> {
+  yield* run(
+    "insert into audit_events (at_ms, kind, installation_id, repository_id, pull_number, head_sha, outcome, detail) values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)",
+    event.now, event.kind, event.installationId, event.repositoryId, event.pullNumber, event.headSha, event.outcome, JSON.stringify(event.detail),
+  );
+}
+
+export function* listAudit(limit = 100): Op<Array<{ kind: string; outcome: string; pull_number: number | null; head_sha: string | null }>> {
+  return (yield* all("select kind, outcome, pull_number, head_sha from audit_events order by id desc limit $1", limit)) as never;
+}

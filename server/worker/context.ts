@@ -1,0 +1,37 @@
+import type { ForgeClient } from "../forge/index.ts";
+import type { EvaluationSettings } from "../evaluation/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { JobRow, RepositoryRef, Store } from "../store/index.ts";
+
+/** What every job handler gets: the store, the forge client, settings, metrics, a clock and the job's abort signal. */
+export type WorkerContext = {
+  readonly store: Store;
+  readonly forge: ForgeClient;
+  readonly settings: EvaluationSettings & { readonly organizationPolicyRepository: string };
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly workerId: string;
+  /** Bound on waiting for the publication guards and on a shielded reset. */
+  readonly guardTimeoutMs: number;
+  /** Bound on the fan-out's best-effort check resets. */
+  readonly resetTimeoutMs: number;
+  /** Called with each published or reset check transition (the demo prints them). */
+  readonly onTransition?: (event: CheckTransition) => void;
+};
+
+export type CheckTransition = {
+  readonly pullNumber: number | null;
+  readonly headSha: string;
+  readonly status: "in_progress" | "completed";
+  readonly conclusion: "success" | "failure" | null;
+  readonly title: string;
+};
+
+export type JobOutcome = { readonly kind: "done"; readonly note: string };
+
+export function repositoryOf(row: JobRow): RepositoryRef {
+  if (row.repository_id === null || row.repository_owner === null || row.repository_name === null) throw new Error(`job ${row.id} has no repository`);
+  return { installationId: row.installation_id, repositoryId: row.repository_id, owner: row.repository_owner, name: row.repository_name };
+}

@@ -1,0 +1,12 @@
+/** A job that must run again later: transient evidence gaps, unreachable forge, a guard not granted in time. */
+export class RetryLater extends Error {
+  override readonly name = "RetryLater";
+  constructor(
+    /** A fixed code stored in the row's last_error and logged: never a payload or URL. */
+    readonly code: string,
+    /** Provider-supplied delay (rate limits), bounded later to one day; null for ordinary backoff. */
+    readonly providerDelayMs: number | null = null,
+  ) {
+    super(code);
+  }
+}

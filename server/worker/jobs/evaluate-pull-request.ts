@@ -1,0 +1,63 @@
+import { evaluate, planLookups, renderCheck } from "../../evaluation/index.ts";
+import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
+import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
+import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
+import { RetryLater } from "../errors.ts";
+import { publishCompleted } from "../publish.ts";
+
+/**
+ * Evaluation job: capture the fences, gather the evidence completely (bounded), evaluate (pure), publish only under the
+ * publication rule. Transient gaps retry; permanent fail-closed outcomes publish failure; a shared head stays in_progress.
+ */
+export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
+  const repository = repositoryOf(row);
+  const pullNumber = row.pull_number!;
+  const rowHead = row.head_sha!;
+  const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: ctx.workerId, installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
+  const before = await fencesAt(rowHead);
+  const captured = { shared: before.shared, evaluation: before.evaluation };
+
+  const started = performance.now();
+  const gathered = await ctx.forge.gatherEvidence(
+    { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
+    { planLookups: (evidence) => planLookups(evidence, ctx.settings), signal },
+  );
+  if (gathered.kind === "unavailable") {
+    if (gathered.error.kind === "not_found") return { kind: "done", note: "pull request not visible" };
+    throw gathered.error;
+  }
+  const { evidence, pullRequest } = gathered;
+  if (pullRequest.state !== "open") return { kind: "done", note: "pull request closed" };
+  if (pullRequest.headSha !== rowHead) {
+    // The pull request moved since this work was queued: evaluate its live head instead (a new generation).
+    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: pullRequest.headSha }], ctx.now()));
+    return { kind: "done", note: "head moved; live head queued" };
+  }
+
+  const decision = evaluate(evidence, ctx.settings);
+  ctx.metrics.evaluationSeconds.observe((performance.now() - started) / 1000);
+  const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: rowHead, repositoryId: repository.repositoryId, pullNumber };
+
+  if (decision.kind === "retry") throw new RetryLater("evidence_incomplete", gathered.retryAfterMs);
+  if (decision.kind === "not_enabled") {
+    await audit(ctx, row, rowHead, "not_enabled");
+    return { kind: "done", note: "repository not enabled" };
+  }
+  if (decision.sharedHeadWith.length > 0) {
+    // Never completed on a shared head (DESIGN 3.6): in_progress, naming the other pull request(s).
+    const others = decision.sharedHeadWith.map((n) => `#${n}`).join(", ");
+    const output = { title: `Waiting: this commit is also the head of ${others}`, summary: `${IN_PROGRESS_OUTPUT.summary}\n\nThis commit is the head of more than one open pull request (${others}); a check on a shared commit cannot be bound to one pull request, so it stays in progress until the other pull request closes or moves to a new commit.` };
+    const check = await ctx.forge.findManagedCheck(target, { signal });
+    if (check) await ctx.forge.setCheckInProgress(target, check, output, { signal });
+    else await ctx.forge.createInProgressCheck(target, output, { signal });
+    ctx.onTransition?.({ pullNumber, headSha: rowHead, status: "in_progress", conclusion: null, title: output.title });
+    await audit(ctx, row, rowHead, "shared_head");
+    return { kind: "done", note: "shared head left in progress" };
+  }
+  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, renderCheck(decision), signal);
+  return { kind: "done", note: result };
+}
+
+async function audit(ctx: WorkerContext, row: JobRow, headSha: string, outcome: string) {
+  await ctx.store.execute(() => recordAudit({ kind: "conclusion", installationId: row.installation_id, repositoryId: row.repository_id, pullNumber: row.pull_number, headSha, outcome, detail: {}, now: ctx.now() }));
+}

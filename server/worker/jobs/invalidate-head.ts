@@ -1,0 +1,35 @@
+import { markHeadInvalidated, type JobRow, one, recordAudit, supersedeAndQueue } from "../../store/index.ts";
+import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
+import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
+import { RetryLater } from "../errors.ts";
+
+/**
+ * Exact-head invalidation job (spec "Generations" 1, "Managed check run" third row): reset the managed check on the head,
+ * fan evaluation out to the open pull requests whose head it is, then mark the generation captured at the start invalidated.
+ * A generation that advanced meanwhile merged into this row, so the row runs again (outcome `superseded`).
+ */
+export async function invalidateHead(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
+  const repository = repositoryOf(row);
+  const headSha = row.head_sha!;
+  const head = await ctx.store.execute(function* () {
+    return yield* one<{ shared_generation: number }>("select shared_generation from head_generations where repository_id = $1 and head_sha = $2", repository.repositoryId, headSha);
+  });
+  const generation = head?.shared_generation ?? 0;
+  const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha };
+
+  const check = await ctx.forge.findManagedCheck(target, { signal });
+  if (check && check.status !== "in_progress") {
+    await ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal });
+    ctx.onTransition?.({ pullNumber: null, headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
+  }
+  const open = await ctx.forge.listOpenPullRequests(repository.installationId, repository.owner, repository.name, {}, { signal });
+  if (!open.complete && open.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", open.retryAfterMs ?? null);
+  const onHead = open.complete ? open.items.filter((pull) => pull.headSha === headSha) : [];
+  if (!open.complete) ctx.log.warn({ cause: open.cause }, "open pull requests over the bound: evaluations fan out to the ones listed; the shared-head check fails closed");
+  await ctx.store.execute(function* () {
+    yield* supersedeAndQueue(repository, onHead.map((pull) => ({ number: pull.number, headSha })), ctx.now());
+    yield* markHeadInvalidated({ repositoryId: repository.repositoryId, headSha, generation, now: ctx.now() });
+    yield* recordAudit({ kind: "invalidation", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha, outcome: "completed", detail: { shared_generation: generation, pull_requests: onHead.length }, now: ctx.now() });
+  });
+  return { kind: "done", note: `invalidated generation ${generation}` };
+}
