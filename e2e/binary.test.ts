@@ -157,3 +157,14 @@ describe("build revision", () => {
     }
   });
 });
+
+describe("demo", () => {
+  test("the demo walks a pull request through fail, approve, success, new commit, fail, approve, success and exits with --once", () => {
+    const result = runBinary(["demo", "--once"], { SERVICE_PORT: "0" });
+    expect(result.exitCode).toBe(0);
+    const verdicts = [...result.stdout.matchAll(/completed → (SUCCESS|FAILURE)/g)].map((m) => m[1]);
+    expect(verdicts).toEqual(["FAILURE", "FAILURE", "SUCCESS", "FAILURE", "SUCCESS"]);
+    expect(result.stdout).toContain("Demo complete");
+    expect(result.stdout).toContain("in_progress");
+  }, 60_000);
+});

@@ -1,8 +1,7 @@
 #!/bin/sh
-# Builds the executable and runs the service on the embedded database (./service.db unless SERVICE_DATABASE_URL says otherwise).
+# Builds the executable and runs the demo: the service on a fresh embedded database against the built-in forge simulator.
 set -eu
 cd "$(dirname "$0")/.."
 PATH="$PWD/.tools/node_modules/.bin:$PATH"
 bun run build
-./dist/service database migrate
-exec ./dist/service serve
+exec ./dist/service demo

@@ -4,6 +4,7 @@ import { APPLICATION_VERSION } from "./build-info.ts";
 import { databaseCheck, databaseMigrate } from "./commands/database.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./commands/exit-codes.ts";
 import { loadOrReport, loggerFor } from "./commands/load.ts";
+import { runDemo } from "./commands/demo.ts";
 import { startService } from "./commands/serve.ts";
 
 /** Composition root and CLI. Commands live in server/commands; nothing here has logic of its own. */
@@ -14,6 +15,8 @@ commands:
   database migrate   apply the embedded migrations (the only command that changes schema)
   database check     exit 0 only if the database is at this binary's migration head and release contract
   config check       load and validate the configuration (reading secret files), print the effective non-secret settings
+  demo [--once]      run the service on a fresh embedded database against the built-in forge simulator and walk one pull
+                     request through fail → approve → success → new commit → fail → approve → success
   --version          print the application version
 
 Configuration comes from SERVICE_* environment variables; secrets from files (see README.md).`;
@@ -26,6 +29,7 @@ async function main(argv: string[]): Promise<number> {
     out.stdout(APPLICATION_VERSION);
     return EXIT_OK;
   }
+  if (command === "demo") return runDemo(argv.slice(1), process.env, out);
   if (command === undefined || command === "--help" || command === "help" || rest.length > 0) {
     (command === undefined || rest.length > 0 ? out.stderr : out.stdout)(USAGE);
     return command === undefined || rest.length > 0 ? EXIT_USAGE : EXIT_OK;

@@ -75,7 +75,12 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     metrics,
     log,
     mapping: { organizationPolicyRepository: config.organizationPolicyRepository, checkName: config.checkName, appId: config.forge.appId },
-    fastPath: forge ? { forge, store, policyPath: config.policyPath, now } : null,
+    fastPath: forge
+      ? {
+          forge, store, policyPath: config.policyPath, now,
+          ...(hooks.onTransition ? { onReset: (e: { pullNumber: number | null; headSha: string; created: boolean }) => hooks.onTransition!({ pullNumber: e.pullNumber, headSha: e.headSha, status: "in_progress", conclusion: null, title: e.created ? "created, evaluating" : "reset, evaluating" }) } : {}),
+        }
+      : null,
     invalidationTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
     now,
     ...(worker ? { onQueued: () => worker.wake() } : {}),

@@ -29,6 +29,8 @@ export type FastPathDeps = {
   readonly store: Store;
   readonly policyPath: string;
   readonly now: () => number;
+  /** Told about each check this fast path reset or created (the demo prints them). */
+  readonly onReset?: (event: { pullNumber: number | null; headSha: string; created: boolean }) => void;
 };
 
 export async function runFastPath(deps: FastPathDeps, input: FastPathInput, signal: AbortSignal): Promise<FastPathResult> {
@@ -40,7 +42,10 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   if (input.pullNumber === null) {
     // A rerequest names only the head: reset an existing check; the invalidation job finds the pull requests on it.
     const check = await forge.findManagedCheck(target, call);
-    if (check && check.status !== "in_progress") await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+    if (check && check.status !== "in_progress") {
+      await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+      deps.onReset?.({ pullNumber: null, headSha: input.headSha, created: false });
+    }
     return { reset: check !== null, liveHeadQueued: false };
   }
 
@@ -49,7 +54,10 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   const check = await forge.findManagedCheck(target, call);
   let reset = false;
   if (check) {
-    if (check.status !== "in_progress") await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+    if (check.status !== "in_progress") {
+      await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
+      deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
+    }
     reset = true;
   } else if (current) {
     const policy = await forge.readFile({ installationId, owner, repo: name, path: deps.policyPath, ref: pull.baseSha }, MAX_POLICY_FILE_BYTES, call);
@@ -57,6 +65,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     const optedIn = policy.kind === "too_large" || (policy.kind === "found" && !repositoryPolicyOptsOut(policy.text));
     if (optedIn) {
       await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+      deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
       reset = true;
     }
   }
