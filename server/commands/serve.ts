@@ -65,7 +65,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
         resetTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
         ...(hooks.onTransition ? { onTransition: hooks.onTransition } : {}),
       },
-      { ...DEFAULT_WORKER_OPTIONS, retryCapSeconds: config.workerRetryMaxSeconds },
+      { ...DEFAULT_WORKER_OPTIONS, leaseMs: config.workerLeaseSeconds * 1000, retryCapSeconds: config.workerRetryMaxSeconds },
     );
     worker.start();
   }

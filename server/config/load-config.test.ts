@@ -54,6 +54,7 @@ describe("defaults outside production", () => {
     expect(config.workerEnabled).toBe(true);
     expect(config.reconcileEnabled).toBe(true);
     expect(config.workerRetryMaxSeconds).toBe(300);
+    expect(config.workerLeaseSeconds).toBe(30);
     expect(config.webhookDeliveryRetentionDays).toBe(14);
     expect(config.webhookInvalidationTimeoutSeconds).toBe(5);
     expect(config.reconcileIntervalSeconds).toBe(300);
@@ -190,6 +191,10 @@ describe("other settings", () => {
     expect(rejection({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "10" }).message).toMatch(/1 to 9/);
     expect(rejection({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "0" }).message).toMatch(/1 to 9/);
     expect(loadConfig({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "9" }, io).webhookInvalidationTimeoutSeconds).toBe(9);
+  });
+  test("the worker lease is bounded to 3..600 seconds", () => {
+    expect(rejection({ SERVICE_WORKER_LEASE_SECONDS: "2" }).message).toMatch(/3 to 600/);
+    expect(loadConfig({ SERVICE_WORKER_LEASE_SECONDS: "5" }, io).workerLeaseSeconds).toBe(5);
   });
   test("the identity freshness window must cover two probe intervals", () => {
     expect(rejection({ SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS: "60", SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS: "90" }).variable).toBe("SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS");

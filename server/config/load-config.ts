@@ -36,6 +36,8 @@ export type Config = {
   readonly workerEnabled: boolean;
   readonly reconcileEnabled: boolean;
   readonly workerRetryMaxSeconds: number;
+  /** How long a claimed row stays leased without renewal; another worker may take it over after that (a crash). */
+  readonly workerLeaseSeconds: number;
   readonly webhookDeliveryRetentionDays: number;
   readonly webhookInvalidationTimeoutSeconds: number;
   readonly reconcileIntervalSeconds: number;
@@ -64,6 +66,7 @@ export const DEFAULTS = Object.freeze({
   identityProbeIntervalSeconds: 30,
   identityFreshnessSeconds: 90,
   workerRetryMaxSeconds: 300,
+  workerLeaseSeconds: 30,
   webhookDeliveryRetentionDays: 14,
   webhookInvalidationTimeoutSeconds: 5,
   reconcileIntervalSeconds: 300,
@@ -90,6 +93,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_WORKER_ENABLED",
   "SERVICE_RECONCILE_ENABLED",
   "SERVICE_WORKER_RETRY_MAX_SECONDS",
+  "SERVICE_WORKER_LEASE_SECONDS",
   "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS",
   "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS",
   "SERVICE_RECONCILE_INTERVAL_SECONDS",
@@ -275,6 +279,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     workerEnabled: boolean(env, "SERVICE_WORKER_ENABLED", true),
     reconcileEnabled: boolean(env, "SERVICE_RECONCILE_ENABLED", true),
     workerRetryMaxSeconds: integer(env, "SERVICE_WORKER_RETRY_MAX_SECONDS", DEFAULTS.workerRetryMaxSeconds, 1, 86_400),
+    workerLeaseSeconds: integer(env, "SERVICE_WORKER_LEASE_SECONDS", DEFAULTS.workerLeaseSeconds, 3, 600),
     webhookDeliveryRetentionDays: integer(env, "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS", DEFAULTS.webhookDeliveryRetentionDays, 1, 365),
     webhookInvalidationTimeoutSeconds: integer(env, "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS", DEFAULTS.webhookInvalidationTimeoutSeconds, 1, 9),
     reconcileIntervalSeconds: integer(env, "SERVICE_RECONCILE_INTERVAL_SECONDS", DEFAULTS.reconcileIntervalSeconds, 10, 86_400),
@@ -309,6 +314,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     worker_enabled: config.workerEnabled,
     reconcile_enabled: config.reconcileEnabled,
     worker_retry_max_seconds: config.workerRetryMaxSeconds,
+    worker_lease_seconds: config.workerLeaseSeconds,
     webhook_delivery_retention_days: config.webhookDeliveryRetentionDays,
     webhook_invalidation_timeout_seconds: config.webhookInvalidationTimeoutSeconds,
     reconcile_interval_seconds: config.reconcileIntervalSeconds,
