@@ -124,6 +124,35 @@ const naive10k = time(() => files.forEach((path) => parsed10k.matchNaive(path)),
 const limit3mb = time(() => evaluate(evidence3mb, settings), 7);
 const parse3mb = time(() => parseCodeowners(text3mb), 7);
 
+// Worst case for the decision itself: 3,000 paths in ~3,000 owner sets drawn from 200 owners, 1,000 reviews by distinct
+// reviewers (the review bound), each approving the head, with every directory fact present.
+function worstCaseEvidence(): Evidence {
+  const random = prng(99);
+  const owners = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? `@acme/team-${i}` : `@user-${i}`));
+  const rules = Array.from({ length: 3_000 }, (_, i) => `/area-${i}/ ${owners[Math.floor(random() * 200)]} ${owners[Math.floor(random() * 200)]} ${owners[Math.floor(random() * 200)]}`);
+  const paths = Array.from({ length: 2_999 }, (_, i) => `area-${i}/file.ts`);
+  const reviewers = Array.from({ length: 1_000 }, (_, i) => ({ id: 100_000 + i, login: `user-${i}`, type: "User" }));
+  const evidence = withReviews(withFiles(baseEvidence(), paths), ...reviewers.map((user) => approve(user)));
+  const found = <T>(value: T) => ({ kind: "found" as const, value });
+  const logins = reviewers.map((user) => user.login);
+  const teams = Object.fromEntries(
+    owners.filter((owner) => owner.includes("/")).map((owner) => [owner.slice(1), { team: found({ privacy: "closed" }), repository: found({ push: true }), memberships: Object.fromEntries(logins.map((login, i) => [login, i % 7 === 0 ? found({ state: "active" }) : { kind: "not_found" as const }])) }]),
+  );
+  return {
+    ...evidence,
+    codeowners: { ".forge/CODEOWNERS": { kind: "found", path: ".forge/CODEOWNERS", text: rules.join("\n"), bytes: rules.join("\n").length } },
+    directory: {
+      ...evidence.directory,
+      collaborators: Object.fromEntries(logins.map((login) => [login, found({ permission: "write" })])),
+      organizationMemberships: Object.fromEntries(logins.map((login) => [login, found({ state: "active" })])),
+      teams,
+    },
+  };
+}
+const worstCase = worstCaseEvidence();
+const worstDecision = evaluate(worstCase, settings);
+const worst = time(() => evaluate(worstCase, settings), 5, 1);
+
 const TARGETS = { rules10kParseEvaluateMs: 50, limit3mbParseEvaluateMs: 250 };
 const result = {
   benchmark: "decision-core",
@@ -138,6 +167,8 @@ const result = {
     conclusion10k: decision10k.conclusion,
     conclusion3mb: decision3mb.conclusion,
     indexMismatches: mismatches,
+    worstCaseOwnerSets: worstDecision.ownerSets.length,
+    worstCaseConclusion: worstDecision.conclusion,
   },
   results: {
     rules10kParseEvaluate: rules10k,
@@ -146,6 +177,7 @@ const result = {
     rules10kNaiveReverseScan3000Paths: naive10k,
     limit3mbParseEvaluate: limit3mb,
     limit3mbParseOnly: parse3mb,
+    worstCase3000Sets1000Reviews: worst,
   },
   speedup10kIndexVsNaive: Math.round((naive10k.medianMs / Math.max(indexed10k.medianMs, 0.01)) * 10) / 10,
   targets: TARGETS,

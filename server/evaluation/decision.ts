@@ -94,8 +94,13 @@ export interface OwnerSetResult {
   /** Every changed path (and previous path of a rename) with exactly this owner set, sorted. Rendering bounds the list. */
   readonly paths: readonly string[];
   readonly required: number;
+  /** Distinct approvals that count for this set (reviewers, or Apps counted once each). */
+  readonly approvals: number;
+  /** Who they are: at most MAX_LISTED_REVIEWS_PER_SET entries. */
   readonly counted: readonly CountedApproval[];
+  /** At most MAX_LISTED_REVIEWS_PER_SET entries; `notCountedOmitted` says how many more there were. */
   readonly notCounted: readonly NotCounted[];
+  readonly notCountedOmitted: number;
   /** Logins of eligible owners whose latest review requests changes. */
   readonly blockedBy: readonly string[];
   /** Facts that could not be established and would change this set's status. */

@@ -3,7 +3,7 @@ import { ownerKind } from "../policy/codeowners.ts";
 import type { NonDelegableSet } from "../policy/non-delegable.ts";
 import type { Delegation, OwnerGroup } from "./analyze.ts";
 import { t, type Text } from "./decision.ts";
-import type { DirectoryFacts, ForgeUser, TeamFacts } from "./evidence.ts";
+import type { DirectoryFacts, ForgeUser, Lookup, Membership, TeamFacts } from "./evidence.ts";
 import { all, any, Keyed, no, readLookup, YES, type Fact } from "./facts.ts";
 
 const WRITE_PERMISSIONS = new Set(["admin", "maintain", "write"]);
@@ -14,6 +14,10 @@ export class Directory {
   private readonly teams;
   private readonly apps;
   private readonly botUsers;
+  /** Facts are fixed for one evaluation: memoised per user and per team and user. */
+  private readonly userFacts = new Map<string, Fact>();
+  private readonly teamFacts = new Map<string, Fact>();
+  private readonly teamMemberships = new Map<string, Keyed<Lookup<Membership>>>();
 
   constructor(
     facts: DirectoryFacts,
@@ -28,6 +32,16 @@ export class Directory {
 
   /** `@user` owner: direct write-or-higher permission and, on an organization-owned repository, active membership. */
   userEligible(login: string): Fact {
+    const key = login.toLowerCase();
+    let fact = this.userFacts.get(key);
+    if (fact === undefined) {
+      fact = this.computeUserEligible(login);
+      this.userFacts.set(key, fact);
+    }
+    return fact;
+  }
+
+  private computeUserEligible(login: string): Fact {
     const permission = readLookup(this.collaborators.get(login), t`the repository permission of ${login}`, (value) =>
       WRITE_PERMISSIONS.has(value.permission) ? YES : no(t`${login} has ${value.permission} permission, not write`),
     );
@@ -40,6 +54,16 @@ export class Directory {
 
   /** `@org/team` owner counts for `login`: visible (closed) team, push access to the repository, active team membership. */
   teamGrants(team: string, login: string): Fact {
+    const key = `${team.toLowerCase()}\u0000${login.toLowerCase()}`;
+    let fact = this.teamFacts.get(key);
+    if (fact === undefined) {
+      fact = this.computeTeamGrants(team, login);
+      this.teamFacts.set(key, fact);
+    }
+    return fact;
+  }
+
+  private computeTeamGrants(team: string, login: string): Fact {
     const facts = this.teams.get(team);
     if (facts === undefined) return readLookup(undefined, t`the team ${team}`, () => YES);
     const visible = readLookup(facts.team, t`the team ${team}`, (value) =>
@@ -48,7 +72,12 @@ export class Directory {
     const access = readLookup(facts.repository, t`the repository access of ${team}`, (value) =>
       value.push === true ? YES : no(t`the team ${team} has no write access to the repository`),
     );
-    const membership = readLookup(new Keyed(facts.memberships).get(login), t`the membership of ${login} in ${team}`, (value) =>
+    let memberships = this.teamMemberships.get(team.toLowerCase());
+    if (memberships === undefined) {
+      memberships = new Keyed(facts.memberships);
+      this.teamMemberships.set(team.toLowerCase(), memberships);
+    }
+    const membership = readLookup(memberships.get(login), t`the membership of ${login} in ${team}`, (value) =>
       value.state === "active" ? YES : no(t`${login}'s membership in ${team} is ${value.state}`),
     );
     return all([visible, access, membership]);

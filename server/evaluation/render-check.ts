@@ -112,7 +112,7 @@ function summary(decision: Decision): string {
 
 function setSection(set: OwnerSetResult, index: number): string {
   const lines = [
-    `### ${escapeMarkdown(`Owner set ${index + 1}: ${STATUS_WORDS[set.status]} (${set.counted.length} of ${set.required} approvals)`)}`,
+    `### ${escapeMarkdown(`Owner set ${index + 1}: ${STATUS_WORDS[set.status]} (${set.approvals} of ${set.required} approvals)`)}`,
     "",
     `${escapeMarkdown("Owners:")} ${set.owners.map(code).join(" ")}`,
     "",
@@ -126,11 +126,12 @@ function setSection(set: OwnerSetResult, index: number): string {
       const via = approval.via.kind === "app" ? `${escapeMarkdown("App delegation")} ${code(approval.via.app)}` : `${escapeMarkdown("as")} ${code(approval.via.owner)}`;
       lines.push(`- ${code(approval.reviewer)} ${via}`);
     }
+    if (set.approvals > set.counted.length) lines.push(`- ${escapeMarkdown(`and ${set.approvals - set.counted.length} more`)}`);
   }
   if (set.notCounted.length > 0) {
     lines.push("", escapeMarkdown("Reviews that did not count:"));
-    for (const entry of set.notCounted.slice(0, 50)) lines.push(`- ${code(entry.reviewer)}: ${renderText(entry.why)}`);
-    if (set.notCounted.length > 50) lines.push(`- ${escapeMarkdown(`and ${set.notCounted.length - 50} more`)}`);
+    for (const entry of set.notCounted) lines.push(`- ${code(entry.reviewer)}: ${renderText(entry.why)}`);
+    if (set.notCountedOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${set.notCountedOmitted} more`)}`);
   }
   if (set.blockedBy.length > 0) lines.push("", `${escapeMarkdown("Changes requested by:")} ${set.blockedBy.map(code).join(", ")}`);
   if (set.unresolved.length > 0) {

@@ -21,7 +21,7 @@ export function suggestReviewers(sets: readonly OwnerSetResult[], authorLogin: s
       candidates.add(key);
       if (!spelling.has(key)) spelling.set(key, owner);
     }
-    needs.push({ need: set.required - set.counted.length, candidates });
+    needs.push({ need: set.required - set.approvals, candidates });
   }
   if (needs.length === 0) return [];
   const all = [...spelling.keys()].sort();

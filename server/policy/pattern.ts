@@ -24,10 +24,8 @@ const ONE = 1;
 /** A glob segment as a sequence of characters (strings of length 1) and wildcard markers. */
 type GlobUnit = string | typeof STAR | typeof ONE;
 
-type Segment =
-  | { readonly kind: "globstar" }
-  | { readonly kind: "literal"; readonly text: string }
-  | { readonly kind: "glob"; readonly units: readonly GlobUnit[]; readonly loneStar: boolean; readonly tail: string };
+type GlobSegment = { readonly kind: "glob"; units: readonly GlobUnit[] | null; readonly source: string; readonly loneStar: boolean; readonly tail: string };
+type Segment = { readonly kind: "globstar" } | { readonly kind: "literal"; readonly text: string } | GlobSegment;
 
 /** Where the index may file a pattern so that only plausible patterns are tested for a path (see rule-index.ts). */
 export type IndexKey =
@@ -53,21 +51,28 @@ export type PatternResult = { readonly ok: true; readonly pattern: CompiledPatte
 function globSegment(units: GlobUnit[]): Segment {
   let tail = "";
   for (let i = units.length - 1; i >= 0 && typeof units[i] === "string"; i--) tail = (units[i] as string) + tail;
-  return { kind: "glob", units, loneStar: units.length === 1 && units[0] === STAR, tail };
+  return { kind: "glob", units, source: "", loneStar: units.length === 1 && units[0] === STAR, tail };
 }
 
-/** Unescaped segment text (no backslash in the pattern): the common, fast case. */
-function plainSegment(text: string): Segment | string {
-  if (text === "**") return { kind: "globstar" };
-  if (text.includes("***")) return "'***' is not a valid wildcard";
-  if (!text.includes("*") && !text.includes("?")) return { kind: "literal", text };
+/** Glob units of unescaped segment text, built on first use so parsing stays cheap. */
+function unitsOf(text: string): GlobUnit[] {
   const units: GlobUnit[] = [];
   for (const ch of text) {
     if (ch === "*") {
       if (units[units.length - 1] !== STAR) units.push(STAR);
     } else units.push(ch === "?" ? ONE : ch);
   }
-  return globSegment(units);
+  return units;
+}
+
+/** Unescaped segment text (no backslash in the pattern): the common, fast case. */
+function plainSegment(text: string): Segment | string {
+  if (text === "**") return { kind: "globstar" };
+  const star = text.lastIndexOf("*");
+  const one = text.lastIndexOf("?");
+  if (star < 0 && one < 0) return { kind: "literal", text };
+  if (text.includes("***")) return "'***' is not a valid wildcard";
+  return { kind: "glob", units: null, source: text, loneStar: text === "*" || /^\*+$/.test(text), tail: text.slice(Math.max(star, one) + 1) };
 }
 
 /** Segments of a pattern with backslash escapes: an escaped character is always literal and never part of `**`. */
@@ -137,6 +142,7 @@ function segmentMatches(segment: Segment, text: string): boolean {
   if (segment.kind === "glob") {
     if (segment.loneStar) return text.length > 0;
     if (segment.tail !== "" && !text.endsWith(segment.tail)) return false;
+    segment.units ??= unitsOf(segment.source);
     return globMatch(segment.units, text);
   }
   return true;
@@ -171,6 +177,7 @@ function unitsRegex(segment: Segment): string {
   if (segment.kind === "literal") return segment.text.replace(REGEX_SYNTAX, "\\$&");
   if (segment.kind === "globstar") return "";
   if (segment.loneStar) return "[^/]+";
+  segment.units ??= unitsOf(segment.source);
   return segment.units.map((unit) => (unit === STAR ? "[^/]*" : unit === ONE ? "[^/]" : unit.replace(REGEX_SYNTAX, "\\$&"))).join("");
 }
 
@@ -226,8 +233,37 @@ function indexKeyOf(segments: readonly Segment[], anchored: boolean): IndexKey {
 
 const BRACKETS = /[[\]]/;
 
+const NOT_LITERAL = /[*?\\[\]!]/;
+
+/** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
+function compileLiteral(source: string): PatternResult | null {
+  const parts = source.split("/");
+  const leadingSlash = parts.length > 1 && parts[0] === "";
+  const trailingSlash = parts.length - (leadingSlash ? 1 : 0) >= 1 && parts[parts.length - 1] === "";
+  const segments = parts.slice(leadingSlash ? 1 : 0, trailingSlash ? -1 : undefined);
+  if (segments.length === 0 || segments.includes("")) return null; // the general path reports the error
+  const anchored = leadingSlash || segments.length > 1;
+  const literal = segments.join("/");
+  const below = literal + "/";
+  let test: (path: string) => boolean;
+  if (anchored) test = trailingSlash ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
+  else {
+    const inner = "/" + below;
+    const tail = "/" + literal;
+    test = trailingSlash
+      ? (path) => path.startsWith(below) || path.includes(inner)
+      : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
+  }
+  const indexKey: IndexKey = !anchored ? { kind: "segment", value: literal } : { kind: "prefix", segments };
+  return { ok: true, pattern: { source, anchored, indexKey, test } };
+}
+
 /** Compiles one CODEOWNERS-syntax pattern, or says why it is invalid. */
 export function compilePattern(source: string): PatternResult {
+  if (source !== "" && !NOT_LITERAL.test(source)) {
+    const literal = compileLiteral(source);
+    if (literal !== null) return literal;
+  }
   const structure = parseStructure(source);
   if (typeof structure === "string") return { ok: false, message: structure };
   const { segments, directoryOnly, anchored } = structure;

@@ -7,27 +7,41 @@ import type { CompiledPattern } from "./pattern.ts";
 /** Anchored patterns are filed under their first literal segments, at most this many (a flat map beats a trie to build). */
 export const PREFIX_DEPTH = 3;
 
-function push(map: Map<string, number[]>, key: string, value: number): void {
-  const list = map.get(key);
-  if (list === undefined) map.set(key, [value]);
-  else list.push(value);
+/**
+ * Buckets as chains: `head` maps a key to the last position filed under it, `next[position]` is the previous position with
+ * the same key (-1 ends the chain). No array per key, and a chain is walked from the latest rule backwards.
+ */
+class Buckets {
+  private readonly head = new Map<string, number>();
+  constructor(private readonly next: Int32Array) {}
+  add(key: string, position: number): void {
+    this.next[position] = this.head.get(key) ?? -1;
+    this.head.set(key, position);
+  }
+  /** Pushes the positions filed under `key` that are above `floor`, newest first. */
+  collect(key: string, floor: number, into: number[]): void {
+    for (let position = this.head.get(key) ?? -1; position > floor; position = this.next[position]!) into.push(position);
+  }
 }
 
 export class PatternIndex {
   private readonly always: number[] = [];
-  private readonly byPrefix = new Map<string, number[]>();
-  private readonly bySegment = new Map<string, number[]>();
-  private readonly byExtension = new Map<string, number[]>();
+  private readonly byPrefix: Buckets;
+  private readonly bySegment: Buckets;
+  private readonly byExtension: Buckets;
   private readonly candidates: number[] = [];
 
   constructor(private readonly patterns: readonly CompiledPattern[]) {
+    const next = new Int32Array(patterns.length);
+    this.byPrefix = new Buckets(next);
+    this.bySegment = new Buckets(next);
+    this.byExtension = new Buckets(next);
     patterns.forEach((pattern, position) => {
       const key = pattern.indexKey;
       if (key.kind === "prefix") {
-        const depth = Math.min(key.segments.length, PREFIX_DEPTH);
-        push(this.byPrefix, `${depth}\u0000${key.segments.slice(0, depth).join("/")}`, position);
-      } else if (key.kind === "segment") push(this.bySegment, key.value, position);
-      else if (key.kind === "extension") push(this.byExtension, key.value, position);
+        this.byPrefix.add(key.segments.length <= PREFIX_DEPTH ? key.segments.join("/") : key.segments.slice(0, PREFIX_DEPTH).join("/"), position);
+      } else if (key.kind === "segment") this.bySegment.add(key.value, position);
+      else if (key.kind === "extension") this.byExtension.add(key.value, position);
       else this.always.push(position);
     });
   }
@@ -41,17 +55,12 @@ export class PatternIndex {
     let prefix = "";
     for (let depth = 1; depth <= PREFIX_DEPTH && depth <= segments.length; depth++) {
       prefix = depth === 1 ? segments[0]! : `${prefix}/${segments[depth - 1]}`;
-      const byPrefix = this.byPrefix.get(`${depth}\u0000${prefix}`);
-      if (byPrefix !== undefined) for (const entry of byPrefix) found.push(entry);
+      this.byPrefix.collect(prefix, -1, found);
     }
     for (const segment of segments) {
-      const bySegment = this.bySegment.get(segment);
-      if (bySegment !== undefined) for (const entry of bySegment) found.push(entry);
+      this.bySegment.collect(segment, -1, found);
       const dot = segment.lastIndexOf(".");
-      if (dot >= 0) {
-        const byExtension = this.byExtension.get(segment.slice(dot + 1));
-        if (byExtension !== undefined) for (const entry of byExtension) found.push(entry);
-      }
+      if (dot >= 0) this.byExtension.collect(segment.slice(dot + 1), -1, found);
     }
     let best = -1;
     for (const position of found) {
