@@ -1,0 +1,156 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import {
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, markHeadInvalidated, migrateDatabase, openStore,
+  readFences, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
+} from "./index.ts";
+
+/** The queue operations contract (spec "Queue rows"; DESIGN 4), one suite on both backends. */
+const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
+const head = "e".repeat(40);
+
+describe.each(BACKENDS)("queue operations on %s", (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+  async function open() {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+  }
+  const trigger = (deliveryId: string, pullNumber: number | null, headSha = head, now = 1000) =>
+    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId, event: "pull_request", action: "opened", pullNumber, headSha, now }));
+  const claim = (owner: string, now: number, leaseMs = 1000) => store.execute(() => claimNext(owner, now, leaseMs));
+
+  test("claims follow kind priority: exact-head invalidation, installation-wide, repository-wide, base-specific, evaluation", async () => {
+    await open();
+    await store.execute(() => acceptBaseRefPush({ ...repo, repositoryId: 301, deliveryId: "p1", action: null, baseRef: "main", now: 1 }));
+    await trigger("d1", 5); // head invalidation + evaluation
+    await store.execute(() => acceptAuthorityEvent({ deliveryId: "a1", event: "label", action: "edited", installationId: 9, scope: { kind: "repositories", repositories: [{ ...repo, repositoryId: 302 }] }, now: 3 }));
+    await store.execute(() => acceptAuthorityEvent({ deliveryId: "a2", event: "team", action: "edited", installationId: 9, scope: { kind: "installation" }, now: 4 }));
+    const kinds: string[] = [];
+    for (let i = 0; i < 5; i++) kinds.push((await claim("w", 10_000))!.kind);
+    expect(kinds).toEqual(["head_invalidation", "installation_fanout", "repository_fanout", "base_ref", "evaluation"]);
+    expect(await claim("w", 10_000)).toBeNull();
+  });
+
+  test("within a kind, earlier run time first, then lower id; future rows wait", async () => {
+    await open();
+    await trigger("d1", 1, "1".repeat(40), 500);
+    await trigger("d2", 2, "2".repeat(40), 100);
+    await store.execute(function* () {
+      yield* all("update jobs set run_at_ms = 5000 where pull_number = 2");
+    });
+    const invalidations = [await claim("w", 1000), await claim("w", 1000)];
+    expect(invalidations.map((r) => r!.kind)).toEqual(["head_invalidation", "head_invalidation"]);
+    for (const row of invalidations) await store.execute(() => completeJob(row!.id, "w", row!.merges, 1000));
+    const first = (await claim("w", 1000))!;
+    expect(first.pull_number).toBe(1);
+    await store.execute(() => completeJob(first.id, "w", first.merges, 1000));
+    expect(await claim("w", 1000)).toBeNull(); // pull 2 runs at 5000
+    expect((await claim("w", 5000))!.pull_number).toBe(2);
+  });
+
+  test("an expired lease is taken over, and the first holder can no longer renew or complete", async () => {
+    await open();
+    await trigger("d1", null);
+    const first = (await claim("w1", 1000, 100))!;
+    expect(await claim("w2", 1050, 100)).toBeNull();
+    const second = (await claim("w2", 1200, 100))!;
+    expect(second.id).toBe(first.id);
+    expect(second.attempts).toBe(2);
+    expect(await store.execute(() => renewLease(first.id, "w1", 1210, 100))).toBe(false);
+    expect(await store.execute(() => completeJob(first.id, "w1", first.merges, 1210))).toBe("lost");
+    expect(await store.execute(() => renewLease(second.id, "w2", 1210, 100))).toBe(true);
+    expect(await store.execute(() => completeJob(second.id, "w2", second.merges, 1220))).toBe("done");
+  });
+
+  test("work merged into a leased row makes completion put it back to pending instead of deleting it", async () => {
+    await open();
+    await trigger("d1", 4);
+    await claim("w", 2000); // the invalidation
+    const evaluation = (await claim("w", 2000))!;
+    await trigger("d2", 4, head, 2001); // a new review while the evaluation runs
+    expect(await store.execute(() => completeJob(evaluation.id, "w", evaluation.merges, 2002))).toBe("requeued");
+    const again = (await claim("w", 2003))!;
+    expect(again.id).toBe(evaluation.id);
+    expect(again.evaluation_generation).toBe(2);
+    expect(await store.execute(() => completeJob(again.id, "w", again.merges, 2004))).toBe("done");
+  });
+
+  test("a retried row is pending until its run time and keeps counting attempts", async () => {
+    await open();
+    await trigger("d1", null);
+    const row = (await claim("w", 1000))!;
+    expect(await store.execute(() => retryJob(row.id, "w", 9000, "forge_transient", 1001))).toBe(true);
+    expect(await claim("w", 8999)).toBeNull();
+    const again = (await claim("w", 9000))!;
+    expect(again.attempts).toBe(2);
+    const [stored] = await store.execute(function* () { return yield* all("select last_error, state from jobs"); });
+    expect(stored).toEqual({ last_error: "forge_transient", state: "leased" });
+  });
+
+  test("shutdown hands held leases back as pending, runnable now", async () => {
+    await open();
+    await trigger("d1", 3);
+    await claim("w", 1000);
+    await claim("w", 1000);
+    expect(await store.execute(() => releaseLeases("w", 1500))).toBe(2);
+    expect(await claim("other", 1500)).not.toBeNull();
+  });
+
+  test("fences report generations, epoch, pending fan-out and the lease", async () => {
+    await open();
+    await trigger("d1", 6);
+    const invalidation = (await claim("w", 1000))!;
+    await store.execute(() => completeJob(invalidation.id, "w", invalidation.merges, 1000));
+    const evaluation = (await claim("w", 1000))!;
+    const read = () => store.execute(() => readFences({ jobId: evaluation.id, owner: "w", installationId: 9, repositoryId: 300, headSha: head, pullNumber: 6, now: 1100 }));
+    expect(await read()).toEqual({ shared: 1, invalidated: 0, evaluation: 1, authorityEpoch: 0, fanoutPending: false, leaseHeld: true });
+    await store.execute(() => markHeadInvalidated({ repositoryId: 300, headSha: head, generation: 1, now: 1050 }));
+    await store.execute(() => acceptAuthorityEvent({ deliveryId: "a1", event: "team", action: "edited", installationId: 9, scope: { kind: "installation" }, now: 1060 }));
+    expect(await read()).toEqual({ shared: 1, invalidated: 1, evaluation: 1, authorityEpoch: 1, fanoutPending: true, leaseHeld: true });
+  });
+
+  test("superseding re-queues each pull request at the current epoch with a new evaluation generation", async () => {
+    await open();
+    await store.execute(() => acceptAuthorityEvent({ deliveryId: "a1", event: "team", action: "edited", installationId: 9, scope: { kind: "installation" }, now: 1 }));
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 1, headSha: head }, { number: 2, headSha: head }], 2));
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 1, headSha: head }], 3));
+    const rows = await store.execute(function* () { return yield* all("select pull_number, evaluation_generation, authority_epoch from jobs where kind = 'evaluation' order by pull_number"); });
+    expect(rows).toEqual([{ pull_number: 1, evaluation_generation: 2, authority_epoch: 1 }, { pull_number: 2, evaluation_generation: 1, authority_epoch: 1 }]);
+  });
+
+  test("no row ever becomes terminal through these operations", async () => {
+    await open();
+    await trigger("d1", 1);
+    for (let i = 0; i < 5; i++) {
+      const row = (await claim("w", 1000 + i * 10_000))!;
+      await store.execute(() => retryJob(row.id, "w", 1000 + (i + 1) * 10_000, "forge_transient", 1000));
+    }
+    expect((await store.queueGauges()).deadJobs).toBe(0);
+  });
+});
+
+describe("postgresql concurrency", () => {
+  test("concurrent claimers never receive the same row", async () => {
+    const database = await createTestDatabase("postgresql");
+    await migrateDatabase(database.target, 1);
+    const stores = [openStore(database.target), openStore(database.target), openStore(database.target)];
+    try {
+      for (let i = 0; i < 30; i++) {
+        await stores[0]!.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d${i}`, event: "pull_request", action: "opened", pullNumber: i + 1, headSha: i.toString(16).padStart(40, "0"), now: 1 }));
+      }
+      const claimed = await Promise.all(stores.flatMap((s, n) => Array.from({ length: 25 }, () => s.execute(() => claimNext(`w${n}`, 1000, 60_000)))));
+      const ids = claimed.filter((r) => r !== null).map((r) => r!.id);
+      expect(ids).toHaveLength(60);
+      expect(new Set(ids).size).toBe(60);
+    } finally {
+      for (const s of stores) await s.close();
+      await database.drop();
+    }
+  });
+});
