@@ -1,185 +1,11 @@
 // evaluate(evidence, settings) → Decision: the whole approval decision, pure (DESIGN 2, 3.2, 3.6; STYLE 1-2).
 // Evidence is complete before this runs (or says where it is not); nothing here performs I/O or reads the clock.
-import { MAX_LISTED_REVIEWS_PER_SET } from "../policy/bounds.ts";
-import { ownerKind } from "../policy/codeowners.ts";
-import { analyze, type Analysis, type LatestReview, type OwnerGroup } from "./analyze.ts";
-import { t, type CountedApproval, type Decision, type NotCounted, type OwnerSetResult, type Reason, type ResultNode, type Text } from "./decision.ts";
+import { analyze } from "./analyze.ts";
+import { t, type Decision, type OwnerSetResult, type ResultNode, type Text } from "./decision.ts";
 import { Directory } from "./eligibility.ts";
 import type { EvaluationSettings, Evidence } from "./evidence.ts";
-import type { Fact, FactGap } from "./facts.ts";
+import { evaluateOwnerSets } from "./owner-sets.ts";
 import { suggestReviewers } from "./suggest.ts";
-
-const short = (sha: string | null) => (sha === null ? "an unknown commit" : sha.slice(0, 7));
-
-/** Reviews sorted once per evaluation by what they can do (DESIGN 3.2 rule 3). */
-interface ClassifiedReviews {
-  /** Latest review APPROVED on the head by a user account other than the author: may count through an owner. */
-  readonly humanApprovers: readonly LatestReview[];
-  /** Latest review APPROVED on the head by a bot account: may count through an App delegation. */
-  readonly botApprovers: readonly LatestReview[];
-  /** Latest non-comment review CHANGES_REQUESTED (any commit), not by the author: blocks where the reviewer is an owner. */
-  readonly blockers: readonly LatestReview[];
-  /** Every latest APPROVED review, counted or not (for "did not count"). */
-  readonly approvals: readonly LatestReview[];
-}
-
-function classify(latest: readonly LatestReview[], evidence: Evidence): ClassifiedReviews {
-  const head = evidence.pullRequest.headSha;
-  const authorId = evidence.pullRequest.author.id;
-  const humanApprovers: LatestReview[] = [];
-  const botApprovers: LatestReview[] = [];
-  const blockers: LatestReview[] = [];
-  const approvals: LatestReview[] = [];
-  for (const entry of latest) {
-    const { review, state } = entry;
-    if (state === "APPROVED") approvals.push(entry);
-    if (review.user.id === authorId) continue;
-    if (state === "CHANGES_REQUESTED" && review.user.type === "User") blockers.push(entry);
-    if (state === "APPROVED" && review.commitId === head) (review.user.type === "Bot" ? botApprovers : humanApprovers).push(entry);
-  }
-  return { humanApprovers, botApprovers, blockers, approvals };
-}
-
-/** What one owner can contribute: reviewers eligible through it (yes) and those whose eligibility is unknown. */
-interface OwnerReach {
-  readonly approveYes: readonly LatestReview[];
-  readonly approveUnknown: ReadonlyMap<number, readonly FactGap[]>;
-  readonly blockYes: readonly LatestReview[];
-  readonly blockUnknown: ReadonlyMap<number, readonly FactGap[]>;
-}
-
-const NO_REACH: OwnerReach = { approveYes: [], approveUnknown: new Map(), blockYes: [], blockUnknown: new Map() };
-
-function reachOf(owner: string, reviews: ClassifiedReviews, directory: Directory): OwnerReach {
-  const kind = ownerKind(owner);
-  if (kind !== "user" && kind !== "team") return NO_REACH; // email owners cannot be resolved (DESIGN 3.2 rule 4)
-  const login = owner.slice(1).toLowerCase();
-  const factFor = (entry: LatestReview): Fact | null => {
-    const user = entry.review.user;
-    if (kind === "user") return user.login.toLowerCase() === login ? directory.userEligible(user.login) : null;
-    return directory.teamGrants(owner.slice(1), user.login);
-  };
-  const split = (entries: readonly LatestReview[]) => {
-    const yes: LatestReview[] = [];
-    const unknown = new Map<number, readonly FactGap[]>();
-    for (const entry of entries) {
-      const fact = factFor(entry);
-      if (fact === null) continue;
-      if (fact.value === "yes") yes.push(entry);
-      else if (fact.value === "unknown") unknown.set(entry.review.user.id, fact.gaps);
-    }
-    return { yes, unknown };
-  };
-  const approve = split(reviews.humanApprovers);
-  const block = split(reviews.blockers);
-  return { approveYes: approve.yes, approveUnknown: approve.unknown, blockYes: block.yes, blockUnknown: block.unknown };
-}
-
-interface SetContext {
-  readonly analysis: Analysis;
-  readonly evidence: Evidence;
-  readonly directory: Directory;
-  readonly reviews: ClassifiedReviews;
-  readonly reach: (owner: string) => OwnerReach;
-}
-
-function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSetResult; gaps: FactGap[] } {
-  const { analysis, evidence, directory, reviews } = context;
-  const head = evidence.pullRequest.headSha;
-  const authorId = evidence.pullRequest.author.id;
-  const countedIds = new Set<number>();
-  const counted: CountedApproval[] = [];
-  const blockedIds = new Set<number>();
-  const approverGaps: FactGap[] = [];
-  const blockerGaps: FactGap[] = [];
-  const reaches = group.owners.map((owner) => [owner, context.reach(owner)] as const);
-
-  for (const [owner, reach] of reaches) {
-    for (const entry of reach.approveYes) {
-      const user = entry.review.user;
-      if (countedIds.has(user.id)) continue;
-      countedIds.add(user.id);
-      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: user.login, via: { kind: ownerKind(owner) === "team" ? "team" : "user", owner } });
-    }
-    for (const entry of reach.blockYes) blockedIds.add(entry.review.user.id);
-  }
-  // App approvals (DESIGN 3.2 rule 5): few bot reviews, each checked against this set's paths.
-  const botWhy = new Map<number, Text>();
-  for (const { review } of reviews.botApprovers) {
-    const app = directory.appApproves({
-      user: review.user,
-      group,
-      trustedApps: analysis.trustedApps,
-      delegations: analysis.delegations,
-      nonDelegable: analysis.nonDelegable,
-      labels: evidence.pullRequest.labels,
-    });
-    if (app.fact.value === "yes" && app.app !== null) {
-      if (countedIds.has(review.user.id)) continue;
-      countedIds.add(review.user.id);
-      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: review.user.login, via: { kind: "app", app: app.app } });
-    } else if (app.fact.value === "unknown") {
-      approverGaps.push(...app.fact.gaps);
-      botWhy.set(review.user.id, t`the App's identity could not be established`);
-    } else botWhy.set(review.user.id, app.fact.value === "no" ? app.fact.why : t`not counted`);
-  }
-  for (const [, reach] of reaches) {
-    for (const [id, gaps] of reach.approveUnknown) if (!countedIds.has(id)) approverGaps.push(...gaps);
-    for (const [id, gaps] of reach.blockUnknown) if (!blockedIds.has(id)) blockerGaps.push(...gaps);
-  }
-  // Stands whatever commit it was made on, until the reviewer approves or it is dismissed (DESIGN 3.6).
-  const blockedBy = reviews.blockers.filter((entry) => blockedIds.has(entry.review.user.id)).map((entry) => entry.review.user.login);
-
-  // Why the other approvals did not count: the first MAX_LISTED_REVIEWS_PER_SET in review order, the rest counted.
-  const notCounted: NotCounted[] = [];
-  for (const { review } of reviews.approvals) {
-    if (notCounted.length >= MAX_LISTED_REVIEWS_PER_SET) break;
-    const user = review.user;
-    if (countedIds.has(user.id)) continue;
-    let why: Text;
-    if (user.id === authorId) why = t`the author cannot approve their own pull request`;
-    else if (review.commitId !== head) why = t`approved ${short(review.commitId)}, not the current head ${short(head)}`; // invariant 2
-    else if (botWhy.has(user.id)) why = botWhy.get(user.id)!;
-    else {
-      const human = directory.humanOwnerOf(group, user);
-      why = human.fact.value === "no" ? human.fact.why : t`eligibility could not be established`;
-    }
-    notCounted.push({ reviewer: user.login, why });
-  }
-  const notCountedOmitted = reviews.approvals.length - countedIds.size - notCounted.length;
-
-  const required = analysis.requiredApprovals;
-  const approvals = countedIds.size;
-  let status: OwnerSetResult["status"];
-  let gaps: FactGap[] = [];
-  if (analysis.latestReviews === null) status = "unknown";
-  else if (blockedBy.length > 0) status = "blocked";
-  else if (blockerGaps.length > 0) {
-    status = "unknown";
-    gaps = blockerGaps;
-  } else if (approvals >= required) status = "satisfied";
-  else if (approverGaps.length > 0) {
-    status = "unknown";
-    gaps = approverGaps;
-  } else status = "missing";
-
-  return {
-    result: {
-      owners: group.owners,
-      paths: group.paths,
-      required,
-      approvals,
-      counted,
-      notCounted,
-      notCountedOmitted,
-      blockedBy,
-      unresolved: gaps.slice(0, MAX_LISTED_REVIEWS_PER_SET).map((gap) => gap.message),
-      nonDelegablePaths: group.paths.filter((path) => analysis.nonDelegable.isNonDelegable(path)),
-      status,
-    },
-    gaps,
-  };
-}
 
 function node(name: string, status: ResultNode["status"], description: Text, children: ResultNode[] = []): ResultNode {
   return { name, status, description, children };
@@ -236,30 +62,7 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings): Deci
 
   const directory = new Directory(evidence.directory, analysis.organizationOwned);
   const reasons = [...analysis.reasons];
-  const ownerSets: OwnerSetResult[] = [];
-  const gaps: FactGap[] = [];
-  const reviews = classify(analysis.latestReviews ?? [], evidence);
-  const reaches = new Map<string, OwnerReach>();
-  const context: SetContext = {
-    analysis,
-    evidence,
-    directory,
-    reviews,
-    reach: (owner) => {
-      const key = owner.toLowerCase();
-      let reach = reaches.get(key);
-      if (reach === undefined) {
-        reach = reachOf(owner, reviews, directory);
-        reaches.set(key, reach);
-      }
-      return reach;
-    },
-  };
-  for (const group of analysis.groups) {
-    const evaluated = evaluateSet(group, context);
-    ownerSets.push(evaluated.result);
-    gaps.push(...evaluated.gaps);
-  }
+  const { sets: ownerSets, gaps } = evaluateOwnerSets(analysis, evidence, directory);
   if (gaps.length > 0) {
     const transient = gaps.filter((gap) => gap.cause === "transient");
     const permanent = gaps.filter((gap) => gap.cause !== "transient");
@@ -277,7 +80,8 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings): Deci
   const evidenceNode = node(
     "evidence and policy",
     reasons.length === 0 ? "passed" : permanentFailure ? "failed" : "pending",
-    reasons.length === 0 ? t`complete and valid` : reasons[0]!.message,
+    reasons.length === 0 ? t`complete and valid` : t`${String(reasons.length)} reason${reasons.length === 1 ? "" : "s"} this cannot succeed`,
+    reasons.map((reason) => node(reason.code, reason.transient ? "pending" : "failed", reason.message)),
   );
   const setsNode = node(
     "owner sets",
