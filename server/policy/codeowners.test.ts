@@ -192,6 +192,25 @@ const table: Record<string, readonly Row[]> = {
     ["{a,b}.js", "a.js", false],
     ["{a,b}.js", "{a,b}.js", true],
     ["$HOME", "$HOME", true],
+    ["bar/buzz$private$file.txt", "bar/buzz$private$file.txt", true],
+    ["foo(.txt", "foo(.txt", true],
+    ["bar).txt", "bar).txt", true],
+    ["bar^foo.log", "bar^foo.log", true],
+    ["test*10.txt", "test*10.txt", true],
+    ["test*10.txt", "testtttt*10.txt", true],
+    ["\\*-foo.js", "*-foo.js", true],
+    ["\\*-foo.js", "a-foo.js", false],
+  ],
+  "wildcards combine with globstars": [
+    ["**/dir/*.*", "bla/dir/file.txt", true],
+    ["**/dir/**/*.*", "bla/dir/file.txt", true],
+    ["**/dir/**/*.*", "bla/dir/a/b/file.txt", true],
+    ["**/dir/**/*.*", "bla/other/file.txt", false],
+    ["**/**/a", "a", true],
+    ["a/**/**/b", "a/b", true],
+    ["*.go", "forgo", false],
+    ["*.js", "bar/buzzjs", false],
+    ["*.js", "buzz_foo.js", true],
   ],
   "non-ASCII names match themselves": [
     ["/docs/ünïcödé/", "docs/ünïcödé/a.md", true],
@@ -287,8 +306,18 @@ describe("CODEOWNERS lines", () => {
       "a.b+c@example.co.uk",
     ]);
   });
-  test("a path given with a leading slash is matched as repository-relative", () => {
-    expect(parseCodeowners("/src/ @a").match("/src/a.js")?.owners).toEqual(["@a"]);
+  test("paths are repository-relative: a leading slash is not stripped", () => {
+    expect(parseCodeowners("/src/ @a").match("/src/a.js")).toBeNull();
+    expect(parseCodeowners("*.js @a").match("/src/a.js")?.owners).toEqual(["@a"]);
+  });
+  test("a path with a trailing slash names a directory", () => {
+    const parsed = (pattern: string) => parseCodeowners(`${pattern} @a`);
+    expect(parsed("apps/").match("apps/")).not.toBeNull();
+    expect(parsed("foo").match("foo/")).not.toBeNull();
+    expect(parsed("/foo/").match("foo/")).not.toBeNull();
+    expect(parsed("docs/*").match("docs/")).not.toBeNull();
+    expect(parsed("foo/*.txt").match("foo/")).toBeNull();
+    expect(parsed("foo/b\\ ar/").match("foo/b ar/")).not.toBeNull();
   });
   test("the last matching rule wins even when an earlier rule is more specific", () => {
     const parsed = parseCodeowners("/src/app/main.ts @specific\n*.ts @broad\n");

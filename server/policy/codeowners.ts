@@ -138,11 +138,12 @@ export function parseCodeowners(text: string): ParsedCodeowners {
     const rule = rules[position]!;
     return { owners: [...rule.owners], line: rule.line };
   };
-  const normalize = (path: string) => (path.startsWith("/") ? path.replace(/^\/+/, "") : path);
+  // Paths are repository-relative without a leading slash (`src/a.js`), as the forge lists them; they are not rewritten, so
+  // `/docs/a.md` is not `docs/a.md` (other implementations agree).
   return {
     rules,
     errors,
-    match: (path) => answer(index.lastMatch(normalize(path))),
-    matchNaive: (path) => answer(index.lastMatchNaive(normalize(path))),
+    match: (path) => answer(index.lastMatch(path)),
+    matchNaive: (path) => answer(index.lastMatchNaive(path)),
   };
 }

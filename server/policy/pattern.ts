@@ -140,7 +140,7 @@ function globMatch(units: readonly GlobUnit[], text: string): boolean {
 function segmentMatches(segment: Segment, text: string): boolean {
   if (segment.kind === "literal") return segment.text === text;
   if (segment.kind === "glob") {
-    if (segment.loneStar) return text.length > 0;
+    if (segment.loneStar) return true; // any one segment (paths have no empty segments except a trailing `/`)
     if (segment.tail !== "" && !text.endsWith(segment.tail)) return false;
     segment.units ??= unitsOf(segment.source);
     return globMatch(segment.units, text);
@@ -176,7 +176,7 @@ const REGEX_SYNTAX = /[\\^$.*+?()[\]{}|/]/g;
 function unitsRegex(segment: Segment): string {
   if (segment.kind === "literal") return segment.text.replace(REGEX_SYNTAX, "\\$&");
   if (segment.kind === "globstar") return "";
-  if (segment.loneStar) return "[^/]+";
+  if (segment.loneStar) return "[^/]*";
   segment.units ??= unitsOf(segment.source);
   return segment.units.map((unit) => (unit === STAR ? "[^/]*" : unit === ONE ? "[^/]" : unit.replace(REGEX_SYNTAX, "\\$&"))).join("");
 }
