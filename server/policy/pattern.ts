@@ -235,6 +235,17 @@ const BRACKETS = /[[\]]/;
 
 const NOT_LITERAL = /[*?\\[\]!]/;
 
+/** Matching for a pattern made only of literal segments: string comparisons, no segment walk. */
+function literalTest(literal: string, anchored: boolean, directoryOnly: boolean): (path: string) => boolean {
+  const below = literal + "/";
+  if (anchored) return directoryOnly ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
+  const inner = "/" + below;
+  const tail = "/" + literal;
+  return directoryOnly
+    ? (path) => path.startsWith(below) || path.includes(inner)
+    : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
+}
+
 /** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
 function compileLiteral(source: string): PatternResult | null {
   const parts = source.split("/");
@@ -244,18 +255,8 @@ function compileLiteral(source: string): PatternResult | null {
   if (segments.length === 0 || segments.includes("")) return null; // the general path reports the error
   const anchored = leadingSlash || segments.length > 1;
   const literal = segments.join("/");
-  const below = literal + "/";
-  let test: (path: string) => boolean;
-  if (anchored) test = trailingSlash ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
-  else {
-    const inner = "/" + below;
-    const tail = "/" + literal;
-    test = trailingSlash
-      ? (path) => path.startsWith(below) || path.includes(inner)
-      : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
-  }
   const indexKey: IndexKey = !anchored ? { kind: "segment", value: literal } : { kind: "prefix", segments };
-  return { ok: true, pattern: { source, anchored, indexKey, test } };
+  return { ok: true, pattern: { source, anchored, indexKey, test: literalTest(literal, anchored, trailingSlash) } };
 }
 
 /** Compiles one CODEOWNERS-syntax pattern, or says why it is invalid. */
@@ -270,17 +271,7 @@ export function compilePattern(source: string): PatternResult {
   const onlyLiterals = segments.every((segment) => segment.kind === "literal");
   let test: (path: string) => boolean;
   if (onlyLiterals) {
-    // The common case in large files: string comparisons only.
-    const literal = segments.map((segment) => (segment as { text: string }).text).join("/");
-    const below = literal + "/";
-    if (anchored) test = directoryOnly ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
-    else {
-      const inner = "/" + below;
-      const tail = "/" + literal;
-      test = directoryOnly
-        ? (path) => path.startsWith(below) || path.includes(inner)
-        : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
-    }
+    test = literalTest(segments.map((segment) => (segment as { text: string }).text).join("/"), anchored, directoryOnly);
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
     test = (path) => matchSegments(full, directoryOnly, path.split("/"));
