@@ -36,6 +36,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "check-run-rerequests": (c, b) => c.control.rerequestCheckRun(b),
   "check-suite-rerequests": (c, b) => c.control.rerequestCheckSuite(b),
   "manifest-codes": (c, b) => c.control.mintManifestCode(b ?? {}),
+  "manifest-codes-expire": (c) => c.control.expireManifestCodes(),
   "webhook-target": (c, b) => c.control.setWebhookTarget(b ?? {}),
   "faults": (c, b) => ({ id: c.faults.add(b as Fault) }),
   "faults-clear": (c) => c.faults.clear(),

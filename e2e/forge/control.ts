@@ -1,6 +1,7 @@
 // Simulator control: every state change tests and the demo make, each followed by the webhooks the forge would send. One class
 // on purpose (it is longer than our usual file): each operation pairs a state change with its events, and tests call it directly.
 import { createPublicKey, randomBytes } from "node:crypto";
+import { MANIFEST_CODE_LIFETIME_MS } from "./app-creation.ts";
 import { makeCommit } from "./git.ts";
 import {
   ForgeState, type Account, type CheckRun, type ForgeApp, type Installation, type PullRequest, type RepoPermission,
@@ -351,10 +352,19 @@ export class SimulatorControl {
     }), (inst) => inst.appId === app.id);
   }
 
-  mintManifestCode(args: { manifest?: Record<string, unknown>; owner?: string }): { code: string } {
+  mintManifestCode(args: { manifest?: Record<string, unknown>; owner?: string; expiresInSeconds?: number }): { code: string } {
     const code = randomBytes(10).toString("hex");
-    this.state.manifestCodes.set(code, { ...(args.manifest ?? {}), __owner: args.owner ?? "" });
+    const expiresAt = Date.now() + (args.expiresInSeconds ?? MANIFEST_CODE_LIFETIME_MS / 1000) * 1000;
+    this.state.manifestCodes.set(code, { ...(args.manifest ?? {}), __owner: args.owner ?? "", __expiresAt: expiresAt });
     return { code };
+  }
+
+  /** Expires every outstanding manifest code now (as if the forge's hour had passed); returns how many. */
+  expireManifestCodes(): { expired: number } {
+    let expired = 0;
+    for (const entry of this.state.manifestCodes.values()) { entry.__expiresAt = 0; expired++; }
+    for (const entry of this.state.createdAppCodes.values()) { entry.expiresAt = 0; expired++; }
+    return { expired };
   }
 
   /** Sends `event` to every non-suspended installation that can see `repo` (optionally filtered), with GitHub-like common fields. */

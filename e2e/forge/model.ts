@@ -1,5 +1,6 @@
 // The forge simulator's state: plain records, no HTTP. Everything the service can observe through the REST API lives here.
 import type { KeyObject } from "node:crypto";
+import type { CreatedAppCode, PendingCreation } from "./app-creation.ts";
 
 export type AccountType = "User" | "Organization" | "Bot";
 export interface Account { id: number; login: string; type: AccountType }
@@ -67,6 +68,9 @@ export class ForgeState {
   memberships = new Map<string, Map<string, Membership>>();
   checkRuns = new Map<number, CheckRun>();
   manifestCodes = new Map<string, Record<string, unknown>>();
+  /** App creation page: manifests shown and awaiting "Create", and the one-use codes of Apps created there (app-creation.ts). */
+  pendingAppCreations = new Map<string, PendingCreation>();
+  createdAppCodes = new Map<string, CreatedAppCode>();
   labelIds = new Map<string, number>();
   private ids = new Map<string, number>();
 

@@ -44,9 +44,18 @@ export const APP_ROUTES: Route[] = [
   },
   {
     method: "POST", path: "/app-manifests/{code}/conversions", auth: "optional", handle: (ctx) => {
+      // A code from the App creation page (app-creation.ts): the App exists; its credentials are returned once, before expiry.
+      const created = s(ctx).createdAppCodes.get(ctx.params.code!);
+      if (created) {
+        s(ctx).createdAppCodes.delete(ctx.params.code!);
+        const app = s(ctx).apps.get(created.appId);
+        if (created.expiresAt <= Date.now() || !app) throw new HttpFail(404, "Not Found");
+        return { status: 201, body: { ...appJson(ctx.base, s(ctx), app), client_secret: created.clientSecret, webhook_secret: created.webhookSecret, pem: created.pem } };
+      }
       const manifest = s(ctx).manifestCodes.get(ctx.params.code!);
       if (!manifest) throw new HttpFail(404, "Not Found");
       s(ctx).manifestCodes.delete(ctx.params.code!);
+      if (typeof manifest.__expiresAt === "number" && manifest.__expiresAt <= Date.now()) throw new HttpFail(404, "Not Found");
       const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "pkcs1", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } });
       const name = typeof manifest.name === "string" ? manifest.name : "Forge App";
       let slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "app";

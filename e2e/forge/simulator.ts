@@ -3,6 +3,7 @@
 // Auth: App JWT (RS256, verified with the App's public key) for /app routes; installation tokens (ghs_…) for everything else,
 // each checked against the permissions requested when it was issued. Faults are injected per route (see faults.ts).
 import { createHash } from "node:crypto";
+import { handleAppCreation, isAppCreationPath } from "./app-creation.ts";
 import { ControlError, SimulatorControl } from "./control.ts";
 import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
 import { FaultTable, type Fault } from "./faults.ts";
@@ -70,6 +71,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   async function handle(req: Request): Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname.startsWith("/_control/")) return handleControl(req, url.pathname.slice("/_control/".length));
+    if (isAppCreationPath(url.pathname)) return handleAppCreation(control, req, url);
     const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
     requests.push(record);
     if (requests.length > MAX_LOGGED) requests.splice(0, requests.length - MAX_LOGGED);
