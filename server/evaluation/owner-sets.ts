@@ -19,7 +19,7 @@ interface ClassifiedReviews {
   readonly botApprovers: readonly LatestReview[];
   /** Latest non-comment review CHANGES_REQUESTED (any commit), not by the author: blocks where the reviewer is an owner. */
   readonly blockers: readonly LatestReview[];
-  /** Every latest APPROVED review, counted or not (for "did not count"). */
+  /** Every latest APPROVED or DISMISSED review, counted or not (for "did not count"). */
   readonly approvals: readonly LatestReview[];
 }
 
@@ -32,7 +32,7 @@ function classify(latest: readonly LatestReview[], evidence: Evidence): Classifi
   const approvals: LatestReview[] = [];
   for (const entry of latest) {
     const { review, state } = entry;
-    if (state === "APPROVED") approvals.push(entry);
+    if (state === "APPROVED" || state === "DISMISSED") approvals.push(entry);
     if (review.user.id === authorId) continue;
     if (state === "CHANGES_REQUESTED" && review.user.type === "User") blockers.push(entry);
     if (state === "APPROVED" && review.commitId === head) (review.user.type === "Bot" ? botApprovers : humanApprovers).push(entry);
@@ -132,12 +132,13 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
 
   // Why the other approvals did not count: the first MAX_LISTED_REVIEWS_PER_SET in review order, the rest counted.
   const notCounted: NotCounted[] = [];
-  for (const { review } of reviews.approvals) {
+  for (const { review, state } of reviews.approvals) {
     if (notCounted.length >= MAX_LISTED_REVIEWS_PER_SET) break;
     const user = review.user;
     if (countedIds.has(user.id)) continue;
     let why: Text;
-    if (user.id === authorId) why = t`the author cannot approve their own pull request`;
+    if (state === "DISMISSED") why = t`the latest review was dismissed`;
+    else if (user.id === authorId) why = t`the author cannot approve their own pull request`;
     else if (review.commitId !== head) why = t`approved ${short(review.commitId)}, not the current head ${short(head)}`; // invariant 2
     else if (botWhy.has(user.id)) why = botWhy.get(user.id)!;
     else {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
-import { approve, baseEvidence, HEAD, OLD_HEAD, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
+import { approve, baseEvidence, HEAD, OLD_HEAD, review, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
 import { escapeHtml, escapeMarkdown, visible } from "./escape.ts";
 import { fitOutput, renderCheck } from "./render-check.ts";
 
@@ -27,6 +27,10 @@ describe("check output", () => {
     expect(output.text).toContain("Reviews that did not count");
     expect(output.text).toContain(`<code>${OLD_HEAD.slice(0, 7)}</code>`);
     expect(output.text).toContain(`<code>${HEAD.slice(0, 7)}</code>`);
+  });
+  test("a dismissed review is listed as not counting", () => {
+    const output = render(withReviews(baseEvidence(), approve(USERS.alice), review(USERS.alice, "DISMISSED")));
+    expect(output.text).toContain("<code>alice</code>: the latest review was dismissed");
   });
   test("invalid CODEOWNERS lines are named in the summary", () => {
     const output = render(withCodeowners(baseEvidence(), "* @alice\n!x @bob\n"));
