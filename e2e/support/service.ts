@@ -29,7 +29,15 @@ export type ServiceHarness = {
   stop(): Promise<void>;
 };
 
-export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}): Promise<ServiceHarness> {
+export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}, options: { replicas?: number } = {}): Promise<ServiceHarness> {
   const keys = generateAppKeys();
   const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
   // Each App has its own webhook URL on the forge; until the service runs, deliveries to ours are lost (as on a real forge).
@@ -61,6 +69,9 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
   const transitions: CheckTransition[] = [];
   const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
   const service = await startService(config, log, { onTransition: (event) => transitions.push(event) });
+  // Further replicas share the database (and the forge); only the first receives webhooks, all of them run workers.
+  const replicas: RunningService[] = [];
+  for (let i = 1; i < (options.replicas ?? 1); i++) replicas.push(await startService(config, log, { onTransition: (event) => transitions.push(event) }));
   const app = sim.control.mustApp(scenario.appId);
   app.webhookUrl = `${service.url}/webhooks/forge`;
   const checks = (headSha: string) => sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha }) as never;
@@ -77,6 +88,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
       }
     },
     async stop() {
+      for (const replica of replicas) await replica.stop();
       await service.stop();
       await sim.stop();
       await database.drop();

@@ -1,0 +1,111 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS } from "./support/databases.ts";
+import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+
+/** The worker under races and faults (issue 6 item 8): never a false or stale success. */
+describe.each(BACKENDS)("worker under races and faults on %s", (backend) => {
+  let h: ServiceHarness;
+  afterEach(async () => h?.stop());
+  const prOf = (h: ServiceHarness) => ({ owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber });
+  const successes = (headSha: string) => h.transitions.filter((t) => t.headSha === headSha && t.status === "completed" && t.conclusion === "success").length;
+
+  test("a push landing during an evaluation never leaves a success on the old or the new head", async () => {
+    h = await startServiceHarness(backend);
+    const pr = prOf(h);
+    const { sha: head1 } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
+    // The evaluation triggered by bob's approval would succeed, but it stalls while reading reviews...
+    const reviewsPath = `/repos/acme/web/pulls/${pr.number}/reviews`;
+    h.sim.injectFault({ kind: "slow", delayMs: 1_500, path: reviewsPath, times: 1 });
+    const before = h.sim.requests.length;
+    await h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await waitUntil(() => h.sim.requests.slice(before).some((r) => r.path === reviewsPath), "the stalled evaluation");
+    // ...and a new commit lands meanwhile.
+    const { sha: head2 } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "2\n" } });
+    await h.waitForCheck(head2, { status: "completed", conclusion: "failure" });
+    await Bun.sleep(2_000); // the stalled evaluation has finished by now
+    expect(successes(head1)).toBe(0);
+    expect(successes(head2)).toBe(0);
+    expect(h.checks(head1)[0]!.conclusion).not.toBe("success");
+    expect(h.checks(head2)[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+  }, 60_000);
+
+  test("an authority event during a check write waits for the write, is recorded, and the result is evaluated again", async () => {
+    h = await startServiceHarness(backend);
+    const pr = prOf(h);
+    const { sha: head } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    // Hold bob's evaluation while it reads reviews; then slow down the next check write: its final completion write.
+    const reviewsPath = `/repos/acme/web/pulls/${pr.number}/reviews`;
+    h.sim.injectFault({ kind: "slow", delayMs: 400, path: reviewsPath, times: 1 });
+    const before = h.sim.requests.length;
+    await h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await waitUntil(() => h.sim.requests.slice(before).some((r) => r.path === reviewsPath), "bob's evaluation");
+    const beforeWrite = h.sim.requests.length;
+    h.sim.injectFault({ kind: "slow", delayMs: 1_500, path: "/repos/acme/web/check-runs/\\d+", method: "PATCH", times: 1 });
+    await waitUntil(() => h.sim.requests.slice(beforeWrite).some((r) => r.method === "PATCH"), "the final check write in flight");
+    const started = performance.now();
+    await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "frank", state: "active" }).catch(async () => {
+      h.sim.control.createUser({ login: "frank" });
+      await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "frank", state: "active" });
+    });
+    const waited = performance.now() - started;
+    const delivered = h.sim.control.deliveries.filter((d) => d.event === "membership");
+    expect(delivered.at(-1)?.status).toBe(202);
+    expect(waited).toBeGreaterThan(200); // it had to wait for the in-flight write
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" });
+  }, 60_000);
+
+  test("forge faults cause retries and never a false success", async () => {
+    h = await startServiceHarness(backend);
+    const pr = prOf(h);
+    h.sim.injectFault({ kind: "status", status: 503, path: "/repos/acme/web/pulls/\\d+/files", times: 2 });
+    h.sim.injectFault({ kind: "rate_limit", status: 429, retryAfterSeconds: 1, path: "/repos/acme/web/collaborators/.*", times: 1 });
+    h.sim.injectFault({ kind: "reset", path: "/orgs/acme/teams/core", times: 1 });
+    const { sha: head } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" }, 30_000);
+    expect(successes(head)).toBe(0);
+    await h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" }, 30_000);
+    const retried = h.logs.filter((line) => line.includes("job will be retried")).length;
+    expect(retried).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe("two service processes on one PostgreSQL", () => {
+  test("never publish conflicting results", async () => {
+    const h = await startServiceHarness("postgresql", {}, { replicas: 2 });
+    try {
+      const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
+      const heads: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": `${round}\n` } });
+        heads.push(sha);
+        await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+        await Promise.all([
+          h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" }),
+          h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" }),
+          h.sim.control.submitReview({ ...pr, user: "dave", state: "COMMENTED" }),
+        ]);
+        await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+      }
+      await Bun.sleep(500);
+      // Every head ends with exactly one check, and each head's last published result is success (all approved).
+      for (const sha of heads) {
+        expect(h.checks(sha)).toHaveLength(1);
+        const published = h.transitions.filter((t) => t.headSha === sha && t.status === "completed");
+        expect(published.at(-1)!.conclusion).toBe("success");
+        // A success is never followed by a failure for the same head: approvals only accumulated.
+        const firstSuccess = published.findIndex((t) => t.conclusion === "success");
+        expect(published.slice(firstSuccess).every((t) => t.conclusion === "success")).toBe(true);
+      }
+    } finally {
+      await h.stop();
+    }
+  }, 90_000);
+});
