@@ -1,10 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { evaluate } from "./evaluate.ts";
-import { DEFAULT_EVALUATION_SETTINGS, type DirectoryFacts, type Evidence } from "./evidence.ts";
+import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "./evidence.ts";
 import { BOT, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, review, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
 import { planLookups } from "./plan-lookups.ts";
-
-const EMPTY_DIRECTORY: DirectoryFacts = { collaborators: {}, organizationMemberships: {}, teams: {}, apps: {}, botUsers: {} };
 
 /** Keeps only the directory facts the plan names: what a fetcher following the plan would have. */
 function directoryFromPlan(evidence: Evidence): Evidence {
@@ -25,7 +23,8 @@ function directoryFromPlan(evidence: Evidence): Evidence {
 
 describe("planLookups", () => {
   test("without reviews nothing needs looking up", () => {
-    expect(planLookups({ ...baseEvidence(), directory: EMPTY_DIRECTORY }, DEFAULT_EVALUATION_SETTINGS)).toEqual({
+    const { directory: _unused, ...withoutDirectory } = baseEvidence();
+    expect(planLookups(withoutDirectory, DEFAULT_EVALUATION_SETTINGS)).toEqual({
       collaborators: [],
       organizationMemberships: [],
       teams: [],
