@@ -77,7 +77,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     mapping: { organizationPolicyRepository: config.organizationPolicyRepository, checkName: config.checkName, appId: config.forge.appId },
     fastPath: forge
       ? {
-          forge, store, policyPath: config.policyPath, now,
+          forge, store, policyPath: config.policyPath, now, guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
           ...(hooks.onTransition ? { onReset: (e: { pullNumber: number | null; headSha: string; created: boolean }) => hooks.onTransition!({ pullNumber: e.pullNumber, headSha: e.headSha, status: "in_progress", conclusion: null, title: e.created ? "created, evaluating" : "reset, evaluating" }) } : {}),
         }
       : null,

@@ -46,7 +46,7 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
       if (first) {
         first = false;
         const mutable = h.deps as { fastPath: FastPathDeps; mapping: { organizationPolicyRepository: string; checkName: string; appId: number | null } };
-        mutable.fastPath = { forge: forgeFor(app.id), store: h.store, policyPath: POLICY_PATH, now: () => Date.now() };
+        mutable.fastPath = { forge: forgeFor(app.id), store: h.store, policyPath: POLICY_PATH, now: () => Date.now(), guardTimeoutMs: 2_000 };
         mutable.mapping = { ...mutable.mapping, appId: app.id };
       }
       return app;

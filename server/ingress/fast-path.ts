@@ -29,6 +29,8 @@ export type FastPathDeps = {
   readonly store: Store;
   readonly policyPath: string;
   readonly now: () => number;
+  /** Bound on waiting for the head publication guard before creating a check. */
+  readonly guardTimeoutMs: number;
   /** Told about each check this fast path reset or created (the demo prints them). */
   readonly onReset?: (event: { pullNumber: number | null; headSha: string; created: boolean }) => void;
 };
@@ -64,8 +66,20 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     if (policy.kind === "incomplete") throw new Error("repository policy could not be read within the fast path");
     const optedIn = policy.kind === "too_large" || (policy.kind === "found" && !repositoryPolicyOptsOut(policy.text));
     if (optedIn) {
-      await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
-      deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
+      // Creation happens under the head publication guard, as every creation does, so that two processes (or this fast
+      // path and a worker) never create two managed checks on one head; re-checked under the guard.
+      const release = await store.acquirePublicationGuards(installationId, input.repository.repositoryId, input.headSha, deps.guardTimeoutMs);
+      try {
+        const raced = await forge.findManagedCheck(target, call);
+        if (raced === null) {
+          await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+          deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
+        } else if (raced.status !== "in_progress") {
+          await forge.setCheckInProgress(target, raced, IN_PROGRESS_OUTPUT, call);
+        }
+      } finally {
+        await release();
+      }
       reset = true;
     }
   }

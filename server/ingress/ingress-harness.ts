@@ -12,7 +12,7 @@ export function unreachableForge(store: Store): FastPathDeps {
   const down = async (): Promise<never> => {
     throw new ForgeError("transient", "forge unreachable (test)");
   };
-  return { forge: { getPullRequest: down, findManagedCheck: down, setCheckInProgress: down, createInProgressCheck: down, readFile: down }, store, policyPath: ".forge/service-policy.toml", now: () => Date.now() };
+  return { forge: { getPullRequest: down, findManagedCheck: down, setCheckInProgress: down, createInProgressCheck: down, readFile: down }, store, policyPath: ".forge/service-policy.toml", now: () => Date.now(), guardTimeoutMs: 1_000 };
 }
 
 /** Test harness: a migrated throwaway database, the webhook handler with injectable fast path, and row inspection. */

@@ -47,9 +47,17 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     // Never completed on a shared head (DESIGN 3.6): in_progress, naming the other pull request(s).
     const others = decision.sharedHeadWith.map((n) => `#${n}`).join(", ");
     const output = { title: `Waiting: this commit is also the head of ${others}`, summary: `${IN_PROGRESS_OUTPUT.summary}\n\nThis commit is the head of more than one open pull request (${others}); a check on a shared commit cannot be bound to one pull request, so it stays in progress until the other pull request closes or moves to a new commit.` };
-    const check = await ctx.forge.findManagedCheck(target, { signal });
-    if (check) await ctx.forge.setCheckInProgress(target, check, output, { signal });
-    else await ctx.forge.createInProgressCheck(target, output, { signal });
+    let release: () => Promise<void>;
+    try {
+      release = await ctx.store.acquirePublicationGuards(target.installationId, target.repositoryId, rowHead, ctx.guardTimeoutMs);
+    } catch {
+      throw new RetryLater("publication_guard_timeout");
+    }
+    try {
+      await ctx.forge.ensureCheckInProgress(target, output, { signal });
+    } finally {
+      await release();
+    }
     ctx.onTransition?.({ pullNumber, headSha: rowHead, status: "in_progress", conclusion: null, title: output.title });
     await audit(ctx, row, rowHead, "shared_head");
     return { kind: "done", note: "shared head left in progress" };
