@@ -5,6 +5,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import { docsRoutes } from "./docs-routes.ts";
 import type { HealthSources } from "./health.ts";
 import { type BuildInfo, opsRoutes } from "./ops-routes.ts";
+import { playgroundRoutes } from "./playground-routes.ts";
 import { webhookRoutes } from "./webhook-route.ts";
 
 export type AppDeps = { config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics; webhook: WebhookDeps };
@@ -15,6 +16,7 @@ export function createApp(deps: AppDeps) {
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
     .use(webhookRoutes(deps.webhook))
+    .use(playgroundRoutes({ enabled: deps.config.playgroundEnabled }))
     .onError(({ code }) => {
       // One place that turns errors into responses; details stay in logs, never in bodies.
       if (code === "NOT_FOUND") return new Response(JSON.stringify({ error: "not_found" }), { status: 404, headers: { "content-type": "application/json; charset=utf-8" } });

@@ -2,6 +2,7 @@ import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import { DOCS_ASSETS } from "./docs-assets.ts";
 import { DEFENSIVE_HEADERS } from "./defensive-headers.ts";
+import { playgroundPathDocument } from "./playground-routes.ts";
 import { webhookPathDocument } from "./webhook-openapi.ts";
 
 /**
@@ -49,7 +50,7 @@ export function docsRoutes(version: string) {
             { name: "health", description: "orchestrator probes" },
             { name: "webhook", description: "forge deliveries" },
           ],
-          paths: webhookPathDocument as never,
+          paths: { ...webhookPathDocument, ...playgroundPathDocument } as never,
         },
       }),
     )

@@ -1,0 +1,181 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test, type Page } from "@playwright/test";
+import { SCENARIOS } from "../web/src/scenarios.ts";
+
+/**
+ * The policy playground against the compiled binary (issue 10 item 9). The page runs the decision core in the browser: no
+ * request may leave the service's origin, and the console must stay free of errors.
+ */
+let external: string[] = [];
+let consoleErrors: string[] = [];
+test.beforeEach(async ({ page, baseURL }) => {
+  external = [];
+  consoleErrors = [];
+  const origin = new URL(baseURL!).origin;
+  await page.route(
+    (url) => url.origin !== origin,
+    (route) => {
+      external.push(route.request().url());
+      return route.abort();
+    },
+  );
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => consoleErrors.push(error.message));
+});
+test.afterEach(() => {
+  expect(external, "requests that left the service's origin").toEqual([]);
+  expect(consoleErrors, "console errors").toEqual([]);
+});
+
+const conclusion = (page: Page) => page.getByTestId("conclusion");
+const title = (page: Page) => page.getByTestId("check-title");
+
+async function open(page: Page, scenarioId?: string) {
+  await page.goto("/playground/");
+  await expect(conclusion(page)).toBeVisible();
+  if (scenarioId !== undefined) await page.getByLabel("Scenario").selectOption(scenarioId);
+}
+
+test("every built-in scenario shows its expected conclusion and check title", async ({ page }) => {
+  await open(page);
+  for (const scenario of SCENARIOS) {
+    await page.getByLabel("Scenario").selectOption(scenario.id);
+    await expect(page.getByTestId("lesson")).toHaveText(scenario.lesson);
+    await expect(title(page), scenario.id).toHaveText(scenario.expected.title);
+    await expect(conclusion(page), scenario.id).toHaveText(scenario.expected.conclusion);
+  }
+});
+
+test("scenario reasons: older head, request changes, shared head and 3,000 files say why", async ({ page }) => {
+  await open(page, "older-head");
+  await expect(page.locator(".not-counted")).toContainText("not the current head");
+  await page.getByLabel("Scenario").selectOption("changes-requested");
+  await expect(page.getByTestId("owner-set").locator(".bad")).toHaveText("Changes requested by bob");
+  await page.getByLabel("Scenario").selectOption("shared-head");
+  await expect(page.getByTestId("reasons")).toContainText("shared by another open pull request: #43");
+  await page.getByLabel("Scenario").selectOption("three-thousand-files");
+  await expect(page.getByTestId("reasons")).toContainText("changes 3000 files");
+  await page.getByLabel("Scenario").selectOption("rename-across-owners");
+  await expect(page.getByTestId("owner-set")).toHaveCount(2);
+  await expect(page.getByTestId("owner-set").nth(1)).toContainText("src/ARCHITECTURE.md");
+});
+
+test("an invalid CODEOWNERS line is shown beside its line and fails closed", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  await expect(conclusion(page)).toHaveText("success");
+  const editor = page.locator("#codeowners");
+  await editor.click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("\n/broken/ not-an-owner");
+  await expect(page.getByLabel("CODEOWNERS errors")).toContainText("line 16: invalid owner 'not-an-owner'");
+  await expect(page.locator(".mark-error")).toContainText("invalid owner 'not-an-owner'");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(title(page)).toHaveText("CODEOWNERS has invalid lines");
+  await expect(page.getByTestId("reasons")).toContainText("line 16: invalid owner");
+});
+
+test("a review moved to an older head stops counting and says so", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  await expect(conclusion(page)).toHaveText("success");
+  await page.getByLabel("Review 1 commit").selectOption("older");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(page.locator(".not-counted")).toContainText("alice: approved 0123456, not the current head 4f2c9e1");
+  await page.getByLabel("Review 1 commit").selectOption("head");
+  await expect(conclusion(page)).toHaveText("success");
+});
+
+test("the insecure switch lets an App approve a workflow path but never an organization guardrail path", async ({ page }) => {
+  await open(page, "app-workflows");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(page.locator(".not-counted")).toContainText(".forge/workflows/ci.yml is non-delegable");
+  await expect(page.getByTestId("owner-set")).toContainText("/.forge/workflows/** (built-in)");
+  await page.getByLabel("SERVICE_ALLOW_INSECURE_CHANGES").check();
+  await expect(conclusion(page)).toHaveText("success");
+  await expect(page.getByTestId("owner-set")).toContainText("for the App delegation docs-review-bot");
+
+  await page.getByLabel("Scenario").selectOption("guardrail-insecure");
+  await expect(page.getByLabel("SERVICE_ALLOW_INSECURE_CHANGES")).toBeChecked();
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(page.locator(".not-counted")).toContainText("deploy/prod.yml is non-delegable");
+  await expect(page.getByTestId("owner-set")).toContainText("deploy/** (organization guardrail)");
+});
+
+test("who owns this path: the matching line and owners, or why it is unowned", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  const tester = page.getByLabel("Path to test");
+  const answer = page.getByTestId("path-owner");
+  await tester.fill("docs/guides/setup.md");
+  await expect(answer).toContainText("Line 8 (/docs/) owns it: @acme/docs");
+  await tester.fill("README.md");
+  await expect(answer).toContainText("Line 2 (*) owns it: @acme/core");
+  await tester.fill("generated/client.ts");
+  await expect(answer).toContainText("Unowned: line 14 (/generated/) matches last and names no owners.");
+  await tester.fill(".forge/workflows/ci.yml");
+  await expect(answer).toContainText("Non-delegable by /.forge/workflows/** (built-in)");
+  await page.getByLabel("CODEOWNERS location").selectOption("none");
+  await tester.fill("src/app.ts");
+  await expect(answer).toContainText("No rule matches src/app.ts: it is unowned (there is no code-owners file)");
+});
+
+test("clicking a path's owning line highlights that line in the editor", async ({ page }) => {
+  await open(page, "two-owner-sets");
+  await page.getByRole("button", { name: "Show CODEOWNERS line 8 for docs/guide.md" }).click();
+  const highlight = page.locator(".mark-highlight");
+  await expect(highlight).toBeVisible();
+  const selected = await page.locator("#codeowners").evaluate((area: HTMLTextAreaElement) => area.value.slice(area.selectionStart, area.selectionEnd));
+  expect(selected).toBe("/docs/                 @acme/docs");
+});
+
+test("a shared link reproduces the same decision in a fresh page", async ({ page, context }) => {
+  await open(page, "two-owner-sets");
+  await page.getByLabel("Labels").fill("needs-docs, bot-review");
+  await page.getByRole("button", { name: "Add a review" }).click();
+  await page.getByLabel("Reviewer 2 login").fill("erin");
+  await page.getByLabel("Reviewer 2 user ID").fill("105");
+  await expect(conclusion(page)).toHaveText("success");
+  const link = page.getByLabel("Link to this state");
+  await expect(link).toHaveValue(/#v1\.d\./);
+  await expect.poll(async () => page.evaluate(() => window.location.href)).toBe(await link.inputValue());
+  const url = await link.inputValue();
+
+  const fresh = await context.newPage();
+  fresh.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
+  await fresh.goto(url);
+  await expect(fresh.getByTestId("conclusion")).toHaveText("success");
+  await expect(fresh.getByTestId("check-title")).toHaveText("All 2 owner sets approved");
+  await expect(fresh.getByLabel("Labels")).toHaveValue("needs-docs, bot-review");
+  await expect(fresh.getByLabel("Reviewer 2 login")).toHaveValue("erin");
+});
+
+test("a damaged link is refused with a message and the page still works", async ({ page }) => {
+  await page.goto("/playground/#v1.d.not-a-state");
+  await expect(page.getByRole("alert")).toContainText("Could not load the link: the link is damaged");
+  await expect(conclusion(page)).toHaveText("success");
+});
+
+test("an evidence document pasted into the page is evaluated as given", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  const state = SCENARIOS.find((s) => s.id === "older-head")!.build();
+  const document = { format: "service-evidence", version: 1, evidence: state.evidence, settings: state.settings };
+  await page.getByLabel("Paste an evidence document").fill(JSON.stringify(document));
+  await page.getByRole("button", { name: "Load pasted document" }).click();
+  await expect(page.getByRole("alert")).toContainText("Imported the evidence document.");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(title(page)).toHaveText("1 of 1 owner set not yet approved");
+});
+
+test("the accessibility scan finds no serious or critical violation, and the main view is saved as a screenshot", async ({ page }, testInfo) => {
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await open(page, "two-owner-sets");
+  await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
+  const results = await new AxeBuilder({ page }).analyze();
+  const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
+  expect(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`)).toEqual([]);
+  const path = testInfo.outputPath("playground-main-view.png");
+  await page.screenshot({ path, fullPage: false });
+  await testInfo.attach("playground main view", { path, contentType: "image/png" });
+});

@@ -1,0 +1,110 @@
+// What the page shows, computed from the state by the decision core only (runs in the Web Worker; pure, so also in tests).
+// The explanation is the Decision and its rendered check output; the extras are engine answers to questions the Decision
+// does not carry: which CODEOWNERS line owns a path (the same matcher evaluate() uses), which non-delegable rule covers a
+// path, and each file's own parse errors with their locations.
+import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type LookupPlan } from "../../server/evaluation/index.ts";
+import { parseCodeowners, type CodeownersError, type ParsedCodeowners } from "../../server/policy/codeowners.ts";
+import { builtInNonDelegablePatterns } from "../../server/policy/non-delegable.ts";
+import { compilePattern, type CompiledPattern } from "../../server/policy/pattern.ts";
+import { parseOrganizationPolicy, parseRepositoryPolicy, type PolicyError } from "../../server/policy/policy-files.ts";
+import { codeownersFile, type PlaygroundState } from "./state.ts";
+
+/** Paths listed per owner set in the page before "and N more" (the check output itself lists 20). */
+export const MAX_LISTED_PATHS = 200;
+/** CODEOWNERS errors shown beside the editor. */
+export const MAX_SHOWN_ERRORS = 500;
+
+export interface PathOwnership {
+  readonly path: string;
+  /** The CODEOWNERS line of the last matching rule, or null when no rule matches. */
+  readonly line: number | null;
+  readonly pattern: string | null;
+  readonly owners: readonly string[];
+  /** The non-delegable rule covering the path, or null. */
+  readonly nonDelegable: { readonly pattern: string; readonly origin: "built-in" | "organization guardrail" } | null;
+}
+
+export interface Explanation {
+  readonly decision: Decision;
+  readonly check: CheckOutput;
+  readonly codeowners: { readonly location: string | null; readonly rules: number; readonly errors: readonly CodeownersError[]; readonly errorCount: number };
+  readonly repositoryPolicyErrors: readonly PolicyError[];
+  readonly organizationPolicyErrors: readonly PolicyError[];
+  /** Per owner set (same order as decision.ownerSets), its first MAX_LISTED_PATHS paths with their owning line. */
+  readonly setPaths: readonly (readonly PathOwnership[])[];
+  readonly query: PathOwnership | null;
+  /** The directory facts this evaluation reads (planLookups), so the page can add the ones the evidence lacks. */
+  readonly plan: LookupPlan;
+  readonly milliseconds: number;
+}
+
+// The worker keeps the last parse: typing in another field does not re-parse a 10,000-rule file for the line lookups.
+let lastText: string | null = null;
+let lastParsed: { codeowners: ParsedCodeowners; patterns: Map<number, string> } | null = null;
+function parsed(text: string): { codeowners: ParsedCodeowners; patterns: Map<number, string> } {
+  if (text !== lastText || lastParsed === null) {
+    const codeowners = parseCodeowners(text);
+    lastParsed = { codeowners, patterns: new Map(codeowners.rules.map((rule) => [rule.line, rule.pattern])) };
+    lastText = text;
+  }
+  return lastParsed;
+}
+
+function nonDelegableRules(state: PlaygroundState): { pattern: CompiledPattern; origin: "built-in" | "organization guardrail" }[] {
+  const org = state.evidence.organizationPolicy;
+  const policy = org.kind === "found" ? parseOrganizationPolicy(org.text) : null;
+  const organization = policy?.kind === "ok" ? policy.policy : null;
+  const rules: { pattern: CompiledPattern; origin: "built-in" | "organization guardrail" }[] = [];
+  if (!state.settings.allowInsecureChanges) {
+    const slugs = (organization?.trusted_apps ?? []).map((app) => app.slug);
+    for (const pattern of builtInNonDelegablePatterns(state.settings.policyPath, slugs)) rules.push({ pattern, origin: "built-in" });
+  }
+  for (const source of organization?.guardrails?.non_delegable_paths ?? []) {
+    const compiled = compilePattern(source);
+    if (compiled.ok) rules.push({ pattern: compiled.pattern, origin: "organization guardrail" });
+  }
+  return rules;
+}
+
+export function explain(state: PlaygroundState, query: string): Explanation {
+  const started = performance.now();
+  const decision = evaluate(state.evidence, state.settings);
+  const check = renderCheck(decision);
+  const file = codeownersFile(state.evidence);
+  const cached = file !== null && file.read.kind === "found" ? parsed(file.read.text) : null;
+  const codeowners = cached?.codeowners ?? null;
+  const guards = nonDelegableRules(state);
+  const ownership = (path: string): PathOwnership => {
+    const match = codeowners?.match(path) ?? null;
+    const pattern = match === null ? null : (cached?.patterns.get(match.line) ?? null);
+    const normalized = path.replace(/^\/+/, "");
+    const guard = guards.find((candidate) => candidate.pattern.test(normalized)) ?? null;
+    return {
+      path,
+      line: match?.line ?? null,
+      pattern,
+      owners: match?.owners ?? [],
+      nonDelegable: guard === null ? null : { pattern: guard.pattern.source, origin: guard.origin },
+    };
+  };
+  const repo = state.evidence.repositoryPolicy;
+  const org = state.evidence.organizationPolicy;
+  const repoParsed = repo.kind === "found" ? parseRepositoryPolicy(repo.text) : null;
+  const orgParsed = org.kind === "found" ? parseOrganizationPolicy(org.text) : null;
+  return {
+    decision,
+    check,
+    codeowners: {
+      location: file?.location ?? null,
+      rules: codeowners?.rules.length ?? 0,
+      errors: (codeowners?.errors ?? []).slice(0, MAX_SHOWN_ERRORS),
+      errorCount: codeowners?.errors.length ?? 0,
+    },
+    repositoryPolicyErrors: repoParsed?.kind === "invalid" ? repoParsed.errors : [],
+    organizationPolicyErrors: orgParsed?.kind === "invalid" ? orgParsed.errors : [],
+    setPaths: decision.ownerSets.map((set) => set.paths.slice(0, MAX_LISTED_PATHS).map(ownership)),
+    query: query.trim() === "" ? null : ownership(query.trim()),
+    plan: planLookups(state.evidence, state.settings),
+    milliseconds: performance.now() - started,
+  };
+}

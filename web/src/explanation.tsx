@@ -1,0 +1,152 @@
+// The explanation, rendered from the Decision (never re-derived): conclusion, the check run as the forge shows it, every
+// owner set with its paths and owning lines, approvals and why other reviews did not count, suggested reviewers and every
+// fail-closed reason.
+import { useState } from "react";
+import type { OwnerSetResult, Text } from "../../server/evaluation/index.ts";
+import type { Explanation, PathOwnership } from "./engine.ts";
+import { Markdown } from "./markdown.tsx";
+
+export function TextView({ text }: { text: Text }) {
+  return <>{text.map((part, index) => (typeof part === "string" ? part : <code key={index}>{part.code}</code>))}</>;
+}
+
+const STATUS: Record<OwnerSetResult["status"], string> = { satisfied: "approved", missing: "needs approval", blocked: "changes requested", unknown: "could not be decided" };
+
+function LineLink({ ownership, onLine }: { ownership: PathOwnership; onLine: (line: number) => void }) {
+  if (ownership.line === null) return <span className="muted">no rule</span>;
+  return (
+    <button type="button" className="link" onClick={() => onLine(ownership.line!)} aria-label={`Show CODEOWNERS line ${ownership.line} for ${ownership.path}`}>
+      line {ownership.line}
+    </button>
+  );
+}
+
+function OwnerSet({ set, index, paths, onLine }: { set: OwnerSetResult; index: number; paths: readonly PathOwnership[]; onLine: (line: number) => void }) {
+  const nonDelegable = new Set(set.nonDelegablePaths);
+  return (
+    <section className={`owner-set status-${set.status}`} aria-label={`Owner set ${index + 1}`} data-testid="owner-set">
+      <h4>
+        Owner set {index + 1}: <span className="status">{STATUS[set.status]}</span>{" "}
+        <span className="count">({set.counted.length} of {set.required} approvals)</span>
+      </h4>
+      <p>Owners: {set.owners.map((owner) => <code key={owner}>{owner}</code>).reduce<React.ReactNode[]>((all, node, i) => (i === 0 ? [node] : [...all, " ", node]), [])}</p>
+      <table className="paths">
+        <caption className="visually-hidden">Paths of owner set {index + 1}</caption>
+        <thead>
+          <tr><th scope="col">Path ({set.paths.length})</th><th scope="col">Owning rule</th><th scope="col">App approval</th></tr>
+        </thead>
+        <tbody>
+          {paths.map((ownership) => (
+            <tr key={ownership.path}>
+              <td><code>{ownership.path}</code></td>
+              <td><LineLink ownership={ownership} onLine={onLine} /> {ownership.pattern !== null ? <code className="muted">{ownership.pattern}</code> : null}</td>
+              <td>
+                {nonDelegable.has(ownership.path) && ownership.nonDelegable !== null ? (
+                  <span className="warn">non-delegable: <code>{ownership.nonDelegable.pattern}</code> ({ownership.nonDelegable.origin})</span>
+                ) : nonDelegable.has(ownership.path) ? <span className="warn">non-delegable</span> : <span className="muted">delegable</span>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {set.paths.length > paths.length ? <p className="muted">and {set.paths.length - paths.length} more paths</p> : null}
+      {set.counted.length > 0 ? (
+        <>
+          <h5>Approvals counted</h5>
+          <ul>
+            {set.counted.map((approval) => (
+              <li key={approval.reviewer}>
+                <code>{approval.reviewer}</code> {approval.via.kind === "app" ? <>for the App delegation <code>{approval.via.app}</code></> : <>as <code>{approval.via.owner}</code></>}
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
+      {set.notCounted.length > 0 ? (
+        <>
+          <h5>Reviews that did not count</h5>
+          <ul className="not-counted">
+            {set.notCounted.map((entry, i) => (
+              <li key={i}><code>{entry.reviewer}</code>: <TextView text={entry.why} /></li>
+            ))}
+          </ul>
+        </>
+      ) : null}
+      {set.blockedBy.length > 0 ? <p className="bad">Changes requested by {set.blockedBy.map((login) => <code key={login}>{login}</code>)}</p> : null}
+      {set.unresolved.length > 0 ? (
+        <>
+          <h5>Could not be established</h5>
+          <ul>{set.unresolved.map((text, i) => <li key={i}><TextView text={text} /></li>)}</ul>
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+export function ExplanationView({ explanation, onLine }: { explanation: Explanation; onLine: (line: number) => void }) {
+  const { decision, check } = explanation;
+  const [raw, setRaw] = useState(false);
+  const verdict = decision.kind === "conclusive" ? decision.conclusion! : decision.kind === "retry" ? "retry" : "not enabled";
+  return (
+    <div className="explanation">
+      <div className={`verdict verdict-${verdict.replace(" ", "-")}`} role="status" aria-live="polite">
+        <span className="conclusion" data-testid="conclusion">{verdict}</span>
+        <span className="title" data-testid="check-title">{check.title}</span>
+      </div>
+      {decision.kind === "retry" ? <p>The worker would retry: nothing is published and the check stays in progress.</p> : null}
+      {decision.kind === "not_enabled" ? <p>No managed check is created for this repository.</p> : null}
+      {decision.sharedHeadWith.length > 0 ? <p className="warn">On a shared head the worker leaves the check in progress, titled with the other pull request, rather than completing it.</p> : null}
+
+      {decision.reasons.length > 0 ? (
+        <section aria-label="Fail-closed reasons">
+          <h3>Why it cannot succeed</h3>
+          <ul className="reasons" data-testid="reasons">
+            {decision.reasons.map((reason, i) => (
+              <li key={i} data-code={reason.code}>
+                <TextView text={reason.message} /> {reason.transient ? <span className="muted">(transient: retried)</span> : null}
+                {reason.details !== undefined && reason.details.length > 0 ? (
+                  <ul>{reason.details.slice(0, 50).map((detail, j) => <li key={j}><TextView text={detail} /></li>)}</ul>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+
+      {decision.suggestedReviewers.length > 0 ? (
+        <p data-testid="suggested">Suggested reviewers: {decision.suggestedReviewers.map((owner) => <code key={owner}>{owner}</code>).reduce<React.ReactNode[]>((all, node, i) => (i === 0 ? [node] : [...all, ", ", node]), [])}</p>
+      ) : null}
+
+      {decision.ownerSets.length > 0 || decision.kind === "conclusive" ? (
+        <section aria-label="Owner sets">
+          <h3>Owner sets ({decision.ownerSets.length}); unowned changed paths: {decision.unownedPathCount}</h3>
+          {decision.ownerSets.slice(0, 100).map((set, index) => (
+            <OwnerSet key={set.owners.join(" ")} set={set} index={index} paths={explanation.setPaths[index] ?? []} onLine={onLine} />
+          ))}
+          {decision.ownerSets.length > 100 ? <p className="muted">and {decision.ownerSets.length - 100} more owner sets</p> : null}
+        </section>
+      ) : null}
+
+      <section aria-label="Check run">
+        <h3>
+          The check run as the forge shows it{" "}
+          <button type="button" className="link" aria-pressed={raw} onClick={() => setRaw(!raw)}>{raw ? "show rendered" : "show Markdown"}</button>
+        </h3>
+        <div className="check">
+          <p className="check-name"><strong>{decision.checkName}</strong>: {check.title}</p>
+          {raw ? (
+            <>
+              <pre className="raw" aria-label="Check summary Markdown">{check.summary}</pre>
+              <pre className="raw" aria-label="Check text Markdown">{check.text}</pre>
+            </>
+          ) : (
+            <>
+              <Markdown source={check.summary} />
+              <Markdown source={check.text} />
+            </>
+          )}
+        </div>
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,197 @@
+// Built-in scenarios that teach the rules (issue 10 item 6). Each starts from one base state and tweaks it (STYLE 11), and
+// says which conclusion and check title the engine must reach; the unit tests and the Playwright suite hold them to it.
+import type { ChangedFile, DirectoryFacts, Evidence, Lookup, Review } from "../../server/evaluation/index.ts";
+import { DEFAULT_SETTINGS, foundFile, STATE_VERSION, type PlaygroundState } from "./state.ts";
+
+export const HEAD = "4f2c9e1a7b3d5f60819a2b3c4d5e6f708192a3b4";
+export const OLD_HEAD = "9a8b7c6d5e4f30211203f4e5d6c7b8a998877665";
+const BASE = "1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e";
+export const APP_SLUG = "docs-review-bot";
+const APP_ID = 12345;
+const BOT_ID = 9001;
+const POLICY_PATH = DEFAULT_SETTINGS.policyPath;
+
+export const BASE_CODEOWNERS = `# Everything not matched below belongs to the core team.
+*                      @acme/core
+
+# Application code: either Alice or Bob.
+/src/                  @alice @bob
+
+# Documentation: the docs team.
+/docs/                 @acme/docs
+
+# Deployment: the operations team.
+/deploy/               @acme/ops
+
+# Generated files: nobody needs to approve.
+/generated/
+`;
+
+export const BASE_ORGANIZATION_POLICY = `schema_version = 1
+
+# Only the organization can trust an App.
+[[trusted_apps]]
+slug = "${APP_SLUG}"
+app_id = ${APP_ID}
+
+# No App may ever stand in for people on these paths.
+[guardrails]
+non_delegable_paths = ["deploy/**", "/Makefile"]
+`;
+
+export const BASE_REPOSITORY_POLICY = `schema_version = 1
+enabled = true
+required_approvals = 1
+
+# The docs bot may approve documentation for the docs team.
+[[delegations]]
+app = "${APP_SLUG}"
+paths = ["docs/**"]
+`;
+
+const ok = <T>(value: T): Lookup<T> => ({ kind: "found", value });
+const active = ok({ state: "active" });
+
+export const USERS = {
+  alice: { id: 101, login: "alice", type: "User" },
+  bob: { id: 102, login: "bob", type: "User" },
+  erin: { id: 105, login: "erin", type: "User" },
+  olga: { id: 106, login: "olga", type: "User" },
+  bot: { id: BOT_ID, login: `${APP_SLUG}[bot]`, type: "Bot" },
+} as const;
+const AUTHOR = { id: 100, login: "pat" };
+
+function baseDirectory(): DirectoryFacts {
+  return {
+    collaborators: { alice: ok({ permission: "write" }), bob: ok({ permission: "admin" }), erin: ok({ permission: "write" }), olga: ok({ permission: "maintain" }), pat: ok({ permission: "write" }) },
+    organizationMemberships: { alice: active, bob: active, erin: active, olga: active, pat: active },
+    teams: {
+      "acme/core": { team: ok({ privacy: "closed" }), repository: ok({ push: true }), memberships: { bob: active, alice: { kind: "not_found" }, erin: { kind: "not_found" }, olga: { kind: "not_found" } } },
+      "acme/docs": { team: ok({ privacy: "closed" }), repository: ok({ push: true }), memberships: { erin: active, alice: { kind: "not_found" }, bob: { kind: "not_found" }, olga: { kind: "not_found" } } },
+      "acme/ops": { team: ok({ privacy: "closed" }), repository: ok({ push: true }), memberships: { olga: active, alice: { kind: "not_found" }, bob: { kind: "not_found" }, erin: { kind: "not_found" } } },
+    },
+    apps: { [APP_SLUG]: ok({ id: APP_ID, slug: APP_SLUG }) },
+    botUsers: { [USERS.bot.login]: ok({ ...USERS.bot }) },
+  };
+}
+
+let reviewId = 1;
+const review = (user: { id: number; login: string; type: string }, state: string, commitId: string = HEAD): Review => ({ id: reviewId++, user: { ...user }, state, commitId });
+
+export function baseEvidence(): Evidence {
+  return {
+    evidenceVersion: 1,
+    repository: { owner: "acme", name: "widgets", ownerType: "Organization" },
+    pullRequest: { number: 42, headSha: HEAD, baseSha: BASE, baseRef: "main", author: { ...AUTHOR }, state: "open", draft: false, labels: [], changedFiles: 1 },
+    files: { complete: true, items: [{ filename: "src/app.ts", status: "modified" }] },
+    reviews: { complete: true, items: [] },
+    codeowners: { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: foundFile("CODEOWNERS", BASE_CODEOWNERS) },
+    repositoryPolicy: foundFile(POLICY_PATH, BASE_REPOSITORY_POLICY),
+    organizationPolicy: foundFile(POLICY_PATH, BASE_ORGANIZATION_POLICY),
+    directory: baseDirectory(),
+    sameHeadPullRequests: { complete: true, items: [{ number: 42, headSha: HEAD }] },
+  };
+}
+
+function state(evidence: Evidence, allowInsecureChanges = false): PlaygroundState {
+  return { version: STATE_VERSION, evidence, settings: { ...DEFAULT_SETTINGS, allowInsecureChanges } };
+}
+
+function files(evidence: Evidence, items: readonly (string | ChangedFile)[], changedFiles?: number): Evidence {
+  const list = items.map((item): ChangedFile => (typeof item === "string" ? { filename: item, status: "modified" } : item));
+  return { ...evidence, files: { complete: true, items: list }, pullRequest: { ...evidence.pullRequest, changedFiles: changedFiles ?? list.length } };
+}
+
+const reviews = (evidence: Evidence, ...items: Review[]): Evidence => ({ ...evidence, reviews: { complete: true, items } });
+
+const delegating = (evidence: Evidence, paths: readonly string[]): Evidence => ({
+  ...evidence,
+  repositoryPolicy: foundFile(POLICY_PATH, BASE_REPOSITORY_POLICY.replace('paths = ["docs/**"]', `paths = [${paths.map((p) => JSON.stringify(p)).join(", ")}]`)),
+});
+
+export interface Scenario {
+  readonly id: string;
+  readonly title: string;
+  /** The rule it teaches, one sentence. */
+  readonly lesson: string;
+  readonly expected: { readonly conclusion: "success" | "failure"; readonly title: string };
+  readonly build: () => PlaygroundState;
+}
+
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    id: "owner-approves-head",
+    title: "An owner approves the head",
+    lesson: "An approval counts when it is the owner's latest review and it was given on the current head commit.",
+    expected: { conclusion: "success", title: "All 1 owner set approved" },
+    build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED"))),
+  },
+  {
+    id: "older-head",
+    title: "Approval of an older head",
+    lesson: "A new commit makes earlier approvals stale: an approval of any other commit never counts.",
+    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED", OLD_HEAD))),
+  },
+  {
+    id: "two-owner-sets",
+    title: "Two owner sets, one approved",
+    lesson: "Paths are grouped by their exact owners, and every distinct owner set needs its own approvals.",
+    expected: { conclusion: "failure", title: "1 of 2 owner sets not yet approved" },
+    build: () => state(reviews(files(baseEvidence(), ["src/app.ts", "docs/guide.md"]), review(USERS.alice, "APPROVED"))),
+  },
+  {
+    id: "changes-requested",
+    title: "Request changes blocks",
+    lesson: "An eligible owner whose latest review requests changes blocks every owner set they belong to, whatever others approved.",
+    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED"), review(USERS.bob, "CHANGES_REQUESTED"))),
+  },
+  {
+    id: "app-docs",
+    title: "App approval on a delegated docs path",
+    lesson: "An App enrolled by the organization may stand in for the owners of paths the repository policy delegates to it.",
+    expected: { conclusion: "success", title: "All 1 owner set approved" },
+    build: () => state(reviews(files(baseEvidence(), ["docs/guide.md"]), review(USERS.bot, "APPROVED"))),
+  },
+  {
+    id: "app-workflows",
+    title: "App approval on .forge/workflows/** refused",
+    lesson: "Workflow and code-owner files are non-delegable: even a delegation that names them cannot let an App approve them.",
+    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    build: () => state(reviews(delegating(files(baseEvidence(), [".forge/workflows/ci.yml"]), ["docs/**", ".forge/workflows/**"]), review(USERS.bot, "APPROVED"))),
+  },
+  {
+    id: "guardrail-insecure",
+    title: "Organization guardrail survives the insecure switch",
+    lesson: "SERVICE_ALLOW_INSECURE_CHANGES removes only the built-in non-delegable paths; the organization's guardrails still hold.",
+    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    build: () => state(reviews(delegating(files(baseEvidence(), ["deploy/prod.yml"]), ["docs/**", "deploy/**"]), review(USERS.bot, "APPROVED")), true),
+  },
+  {
+    id: "rename-across-owners",
+    title: "Rename across owners",
+    lesson: "A rename changes two paths: the owners of the old path and of the new path must both approve.",
+    expected: { conclusion: "failure", title: "1 of 2 owner sets not yet approved" },
+    build: () => state(reviews(files(baseEvidence(), [{ filename: "docs/architecture.md", status: "renamed", previousFilename: "src/ARCHITECTURE.md" }]), review(USERS.alice, "APPROVED"))),
+  },
+  {
+    id: "shared-head",
+    title: "Shared head",
+    lesson: "When another open pull request has the same head commit, approvals could be reused across them: never success.",
+    expected: { conclusion: "failure", title: "Head commit is shared with #43" },
+    build: () => {
+      const evidence = reviews(baseEvidence(), review(USERS.alice, "APPROVED"));
+      return state({ ...evidence, sameHeadPullRequests: { complete: true, items: [{ number: 42, headSha: HEAD }, { number: 43, headSha: HEAD }] } });
+    },
+  },
+  {
+    id: "three-thousand-files",
+    title: "3,000 files",
+    lesson: "The forge lists at most 3,000 files, so at 3,000 changed files completeness cannot be proved: split the pull request.",
+    expected: { conclusion: "failure", title: "Too many changed files: split the pull request" },
+    build: () => state(reviews(files(baseEvidence(), ["src/app.ts", "docs/guide.md"], 3000), review(USERS.alice, "APPROVED"), review(USERS.erin, "APPROVED"))),
+  },
+];
+
+export const DEFAULT_SCENARIO = SCENARIOS[0]!;

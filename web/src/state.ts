@@ -1,0 +1,130 @@
+// The playground's whole state: the very Evidence the worker would gather plus the process settings evaluate() reads.
+// Keeping the engine's own types as the state means an imported `service explain --json` document is replayed exactly, and
+// every editor is a view over one field of the evidence.
+import {
+  CODEOWNERS_LOCATIONS,
+  DEFAULT_EVALUATION_SETTINGS,
+  type ChangedFile,
+  type CodeownersLocation,
+  type EvaluationSettings,
+  type Evidence,
+  type FileRead,
+  type Lookup,
+} from "../../server/evaluation/evidence.ts";
+
+export const STATE_VERSION = 1;
+
+export interface PlaygroundState {
+  readonly version: typeof STATE_VERSION;
+  readonly evidence: Evidence;
+  readonly settings: EvaluationSettings;
+}
+
+export const DEFAULT_SETTINGS: EvaluationSettings = DEFAULT_EVALUATION_SETTINGS;
+
+export const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+
+export const foundFile = (path: string, text: string): FileRead => ({ kind: "found", path, text, bytes: utf8Bytes(text) });
+
+/** The code-owners file the evidence holds: its location and text, or null when every location is missing. */
+export function codeownersFile(evidence: Evidence): { location: CodeownersLocation; read: FileRead } | null {
+  for (const location of CODEOWNERS_LOCATIONS) {
+    const read = evidence.codeowners[location];
+    if (read === undefined) return null;
+    if (read.kind !== "missing") return { location, read };
+  }
+  return null;
+}
+
+/** Puts `text` at `location`: the earlier locations read as missing (precedence, DESIGN 3.2 rule 1), later ones are unread. */
+export function withCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
+  const codeowners: Partial<Record<CodeownersLocation, FileRead>> = {};
+  for (const candidate of CODEOWNERS_LOCATIONS) {
+    if (candidate === location) {
+      codeowners[candidate] = foundFile(candidate, text);
+      break;
+    }
+    codeowners[candidate] = { kind: "missing" };
+  }
+  return { ...evidence, codeowners };
+}
+
+export const fileText = (read: FileRead): string => (read.kind === "found" ? read.text : "");
+
+// Changed files as text, one per line: `<status> <path>` or `<status> <old path> -> <new path>` (renamed, copied).
+const STATUSES = new Set(["added", "removed", "modified", "renamed", "copied", "changed", "unchanged"]);
+const ARROW = " -> ";
+
+export function formatFiles(files: readonly ChangedFile[]): string {
+  return files
+    .map((file) =>
+      typeof file.previousFilename === "string" && file.previousFilename !== ""
+        ? `${file.status} ${file.previousFilename}${ARROW}${file.filename}`
+        : `${file.status} ${file.filename}`,
+    )
+    .join("\n");
+}
+
+/** Parses the changed-files text. A line without a known status word is taken as a path with status `modified`. */
+export function parseFiles(text: string): ChangedFile[] {
+  const files: ChangedFile[] = [];
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "") continue;
+    const space = line.indexOf(" ");
+    const word = space > 0 ? line.slice(0, space) : "";
+    const status = STATUSES.has(word) ? word : "modified";
+    const rest = STATUSES.has(word) ? line.slice(space + 1).trim() : line;
+    const arrow = rest.indexOf(ARROW);
+    if (arrow >= 0) files.push({ status, previousFilename: rest.slice(0, arrow).trim(), filename: rest.slice(arrow + ARROW.length).trim() });
+    else if (status === "renamed" || status === "copied") files.push({ status, filename: rest, previousFilename: null });
+    else files.push({ status, filename: rest });
+  }
+  return files;
+}
+
+/** A lookup as one word for the editors: the found value, `404` or `incomplete`. */
+export function lookupWord<T>(lookup: Lookup<T> | undefined, value: (found: T) => string): string {
+  if (lookup === undefined) return "";
+  if (lookup.kind === "not_found") return "404";
+  if (lookup.kind === "incomplete") return "incomplete";
+  return value(lookup.value);
+}
+
+export function lookupFromWord<T>(word: string, value: (word: string) => T): Lookup<T> | undefined {
+  if (word === "") return undefined;
+  if (word === "404") return { kind: "not_found" };
+  if (word === "incomplete") return { kind: "incomplete", cause: "transient", detail: "marked incomplete in the playground" };
+  return { kind: "found", value: value(word) };
+}
+
+/** Membership text `bob, dave:pending, carol:404` ⇄ a record of lookups (a bare login is an active member). */
+export function formatMemberships(memberships: Readonly<Record<string, Lookup<{ readonly state: string }>>>): string {
+  return Object.entries(memberships)
+    .map(([login, lookup]) => {
+      const word = lookupWord(lookup, (value) => value.state);
+      return word === "active" ? login : `${login}:${word}`;
+    })
+    .join(", ");
+}
+
+export function parseMemberships(text: string): Record<string, Lookup<{ readonly state: string }>> {
+  const record: Record<string, Lookup<{ readonly state: string }>> = {};
+  for (const token of text.split(/[\s,]+/)) {
+    if (token === "") continue;
+    const colon = token.indexOf(":");
+    const login = colon >= 0 ? token.slice(0, colon) : token;
+    const word = colon >= 0 ? token.slice(colon + 1) : "active";
+    const lookup = lookupFromWord(word || "active", (state) => ({ state }));
+    if (login !== "" && lookup !== undefined) record[login] = lookup;
+  }
+  return record;
+}
+
+export function withSettings(state: PlaygroundState, settings: Partial<EvaluationSettings>): PlaygroundState {
+  return { ...state, settings: { ...state.settings, ...settings } };
+}
+
+export function withEvidence(state: PlaygroundState, update: (evidence: Evidence) => Evidence): PlaygroundState {
+  return { ...state, evidence: update(state.evidence) };
+}
