@@ -249,20 +249,26 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   let unownedPathCount = 0;
   const sortedPaths = [...paths].sort();
   if (selected !== null) {
+    // Owner-set key per rule line: owners deduplicated case-insensitively, sorted, so equal sets group together.
+    const groupOfLine = new Map<number, { owners: string[]; paths: string[] }>();
     for (const path of sortedPaths) {
       const match = selected.parsed.match(path);
       if (match === null || match.owners.length === 0) {
         unownedPathCount++;
         continue;
       }
-      const unique = new Map<string, string>();
-      for (const owner of match.owners) if (!unique.has(owner.toLowerCase())) unique.set(owner.toLowerCase(), owner);
-      const keys = [...unique.keys()].sort();
-      const key = keys.join(" ");
-      let group = groupsByKey.get(key);
+      let group = groupOfLine.get(match.line);
       if (group === undefined) {
-        group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
-        groupsByKey.set(key, group);
+        const unique = new Map<string, string>();
+        for (const owner of match.owners) if (!unique.has(owner.toLowerCase())) unique.set(owner.toLowerCase(), owner);
+        const keys = [...unique.keys()].sort();
+        const key = keys.join(" ");
+        group = groupsByKey.get(key);
+        if (group === undefined) {
+          group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
+          groupsByKey.set(key, group);
+        }
+        groupOfLine.set(match.line, group);
       }
       group.paths.push(path);
     }

@@ -42,8 +42,11 @@ export interface CompiledPattern {
   readonly source: string;
   readonly anchored: boolean;
   readonly indexKey: IndexKey;
-  /** Does the pattern own this path (repository-relative, no leading slash, `/`-separated)? */
-  test(path: string): boolean;
+  /**
+   * Does the pattern own this path (repository-relative, no leading slash, `/`-separated)? `parts` may pass
+   * `path.split("/")` when the caller already has it.
+   */
+  test(path: string, parts?: readonly string[]): boolean;
 }
 
 export type PatternResult = { readonly ok: true; readonly pattern: CompiledPattern } | { readonly ok: false; readonly message: string };
@@ -269,12 +272,12 @@ export function compilePattern(source: string): PatternResult {
   if (typeof structure === "string") return { ok: false, message: structure };
   const { segments, directoryOnly, anchored } = structure;
   const onlyLiterals = segments.every((segment) => segment.kind === "literal");
-  let test: (path: string) => boolean;
+  let test: CompiledPattern["test"];
   if (onlyLiterals) {
     test = literalTest(segments.map((segment) => (segment as { text: string }).text).join("/"), anchored, directoryOnly);
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
-    test = (path) => matchSegments(full, directoryOnly, path.split("/"));
+    test = (path, parts) => matchSegments(full, directoryOnly, parts ?? path.split("/"));
   }
   return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), test } };
 }

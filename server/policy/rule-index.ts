@@ -62,11 +62,12 @@ export class PatternIndex {
       const dot = segment.lastIndexOf(".");
       if (dot >= 0) this.byExtension.collect(segment.slice(dot + 1), -1, found);
     }
-    let best = -1;
+    // Newest first: the first match is the answer (last matching rule wins), so broad early rules such as `*` are rarely tested.
+    if (found.length > 1) found.sort((a, b) => b - a);
     for (const position of found) {
-      if (position > best && this.patterns[position]!.test(path)) best = position;
+      if (this.patterns[position]!.test(path, segments)) return position;
     }
-    return best;
+    return -1;
   }
 
   /** Whether any pattern matches `path`. */
