@@ -26,7 +26,7 @@ export interface ForgeClientOptions {
   userAgent?: string;
 }
 
-export type ListResult = Listed<unknown> & { retryAfterMs?: number | null };
+export type ListResult = Listed<unknown> & { retryAfterMs?: number | null; notList?: true };
 
 export interface ForgeClient {
   readonly appId: number;
@@ -37,6 +37,8 @@ export interface ForgeClient {
   listInstallations(call?: CallOptions): Promise<ListResult>;
   /** GET /installation/repositories, every page; raw repository items. */
   listInstallationRepositories(installationId: number, call?: CallOptions): Promise<ListResult>;
+  /** GET /repos/{owner}/{repo}/pulls?state=open, every page up to `max`; raw items (the reconciler validates them itself). */
+  listOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, call?: CallOptions): Promise<ListResult>;
   getRepository(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<pulls.RepositoryInfo>;
   getPullRequest(installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<pulls.PullRequestDetails>;
   listOpenPullRequests(installationId: number, owner: string, repo: string, filter?: { base?: string; max?: number }, call?: CallOptions): ReturnType<typeof pulls.listOpenPullRequests>;
@@ -67,6 +69,9 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     }, call),
     listInstallationRepositories: (installationId, call) => listAll((params, c) => t.installation(installationId, "GET /installation/repositories", params, c), {
       route: "GET /installation/repositories", params: {}, itemsKey: "repositories", maxItems: MAX_INSTALLATION_REPOSITORIES, key: (item) => (item as Json | null)?.id,
+    }, call),
+    listOpenPullRequestItems: (installationId, owner, repo, max, call) => listAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
+      route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
     }, call),
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),

@@ -18,7 +18,8 @@ export interface ListSpec {
   key?: (item: unknown) => unknown;
 }
 
-export type ListOutcome = Listed<unknown> & { retryAfterMs?: number | null };
+/** `notList`: a page was not the documented list (the reconciler rejects that before any field validation, spec "Reconciliation attempt"). */
+export type ListOutcome = Listed<unknown> & { retryAfterMs?: number | null; notList?: true };
 
 const hasNextLink = (headers: ForgeResponse["headers"]) => /<[^>]+>;\s*rel="next"/.test(String(headers.link ?? ""));
 
@@ -42,7 +43,7 @@ export async function listAll(fetchPage: (params: Record<string, unknown>, call?
       return gapFromError(error);
     }
     const body = spec.itemsKey ? (response.data as Record<string, unknown> | null)?.[spec.itemsKey] : response.data;
-    if (!Array.isArray(body) || (spec.itemsKey && (typeof response.data !== "object" || response.data === null))) return gapFromError(invalidBody(spec.route));
+    if (!Array.isArray(body) || (spec.itemsKey && (typeof response.data !== "object" || response.data === null))) return { ...gapFromError(invalidBody(spec.route)), notList: true };
     if (body.length > PER_PAGE) return gap("inconsistent", `${spec.route}: page ${page} has more than ${PER_PAGE} items`);
     for (const item of body) {
       if (spec.key) {

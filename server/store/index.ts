@@ -8,3 +8,4 @@ export { all, one, type Op, type OpOptions, run } from "./op.ts";
 export * from "./ops/ingress-ops.ts";
 export type { RepositoryRef } from "./ops/work-rows.ts";
 export * from "./ops/queue-ops.ts";
+export * from "./ops/reconcile-ops.ts";

@@ -1,0 +1,204 @@
+import type { ForgeClient, ListResult } from "../forge/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import {
+  acquireElectionLease, type ElectionLease, pruneDeliveryBatch, queueMissingWork, renewElectionLease, type RepositoryRef, type Store,
+} from "../store/index.ts";
+import { type RejectionReason, type Validated, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
+
+/**
+ * One reconciliation attempt (spec "Reconciliation attempt"):
+ *
+ *   elect ──another owner──▶ no attempt (nothing recorded)
+ *     │ error ─────────────▶ failure
+ *     ▼
+ *   prune expired delivery IDs (batches, each fenced by the lease)
+ *     ▼
+ *   list installations ──gap, not a list, any invalid item──▶ failure (validated whole before any installation is processed)
+ *     ▼
+ *   for each unsuspended installation: renew the lease, list its repositories, validate them whole; for each non-archived
+ *   repository other than the organization policy repository: list its open pull requests, validate them whole, then queue
+ *   the missing work in one transaction that renews the lease. A gap, a rejected list or a database error marks the attempt
+ *   partial and the scan goes on with the next repository or installation; a lost lease or a shutdown marks it partial and
+ *   stops the scan. Work queued before either stays durable.
+ *     ▼
+ *   success only when nothing was marked partial.
+ */
+export type AttemptResult = "success" | "partial" | "failure" | "unelected";
+
+/** Only the listings the reconciler needs, so tests can hand it a fake forge. */
+export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "listOpenPullRequestItems">;
+
+/** Open pull requests listed per repository by the reconciler (its own bound; one page is 100 items). */
+export const MAX_RECONCILE_PULL_REQUESTS = 10_000;
+
+export type AttemptDeps = {
+  readonly store: Store;
+  readonly forge: ReconcileForge;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly organizationPolicyRepository: string;
+  /** Called after a transaction queued new work (the in-process worker wakes at once). */
+  readonly onQueued?: () => void;
+};
+
+export type AttemptSettings = {
+  readonly lease: ElectionLease;
+  readonly retentionMs: number;
+};
+
+export type AttemptReport = {
+  readonly result: AttemptResult;
+  /** Fixed codes of what made the attempt partial or a failure (first of each kind, in order). */
+  readonly problems: readonly string[];
+  readonly installations: number;
+  readonly repositories: number;
+  readonly pullRequests: number;
+  readonly queued: number;
+  readonly pruned: number;
+};
+
+class Stop extends Error {
+  constructor(readonly code: "lease_lost" | "shutdown") {
+    super(code);
+  }
+}
+
+export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, signal: AbortSignal): Promise<AttemptReport> {
+  const { store, forge, log } = deps;
+  const problems: string[] = [];
+  const counts = { installations: 0, repositories: 0, pullRequests: 0, queued: 0, pruned: 0 };
+  const report = (result: AttemptResult): AttemptReport => ({ result, problems, ...counts });
+  const problem = (code: string, fields: Record<string, unknown> = {}) => {
+    if (!problems.includes(code)) problems.push(code);
+    log.warn({ reason: code, ...fields }, "reconciliation could not cover part of the forge");
+  };
+
+  if (signal.aborted) return report("unelected");
+  let elected: boolean;
+  try {
+    elected = await store.execute(() => acquireElectionLease(settings.lease, deps.now()));
+  } catch (error) {
+    problem("election_error", { code: errorCode(error) });
+    return report("failure");
+  }
+  if (!elected) {
+    log.debug("another process holds the reconciler lease; no attempt");
+    return report("unelected");
+  }
+
+  const checkpoint = async () => {
+    if (signal.aborted) throw new Stop("shutdown");
+    let held: boolean;
+    try {
+      held = await store.execute(() => renewElectionLease(settings.lease, deps.now()));
+    } catch {
+      // A database error is not proof that another process owns the lease; the next fenced write decides.
+      return;
+    }
+    if (!held) throw new Stop("lease_lost");
+  };
+
+  try {
+    counts.pruned = await prune(deps, settings, signal);
+
+    const listed = await forge.listInstallations({ signal });
+    if (signal.aborted) throw new Stop("shutdown");
+    const installations = accept(listed, validateInstallations, "installations");
+    if (installations.kind === "problem") {
+      problem(installations.code, installations.fields);
+      return report("failure");
+    }
+
+    for (const installation of installations.items) {
+      if (installation.suspended) continue;
+      await checkpoint();
+      counts.installations++;
+      const repositories = accept(await forge.listInstallationRepositories(installation.id, { signal }), validateRepositories, "repositories");
+      if (signal.aborted) throw new Stop("shutdown");
+      if (repositories.kind === "problem") {
+        problem(repositories.code, { installation: installation.id, ...repositories.fields });
+        continue;
+      }
+      for (const repository of repositories.items) {
+        if (repository.archived) continue;
+        // Pull-request work for the organization policy repository stays under native enforcement (DESIGN 3.6 "Ingress").
+        if (repository.name.toLowerCase() === deps.organizationPolicyRepository.toLowerCase()) continue;
+        await checkpoint();
+        counts.repositories++;
+        const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
+        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, { signal });
+        if (signal.aborted) throw new Stop("shutdown");
+        const pulls = accept(listedPulls, validateOpenPullRequests, "pull_requests");
+        if (pulls.kind === "problem") {
+          problem(pulls.code, { installation: installation.id, repository: repository.id, ...pulls.fields });
+          continue;
+        }
+        counts.pullRequests += pulls.items.length;
+        let outcome;
+        try {
+          outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: pulls.items, now: deps.now() }));
+        } catch (error) {
+          problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
+          continue;
+        }
+        if (outcome.kind === "lost") throw new Stop("lease_lost");
+        if (outcome.queued > 0) {
+          counts.queued += outcome.queued;
+          log.info({ installation: installation.id, repository: repository.id, queued: outcome.queued, kept: outcome.kept }, "reconciliation queued missing work");
+          deps.onQueued?.();
+        }
+      }
+    }
+  } catch (error) {
+    if (error instanceof Stop) {
+      problem(error.code);
+      return report("partial");
+    }
+    problem("unexpected", { error: (error as Error)?.name });
+    return report("failure");
+  }
+  return report(problems.length === 0 ? "success" : "partial");
+}
+
+/** Removes every delivery record older than the retention, in bounded batches. A failure leaves them for the next attempt. */
+async function prune(deps: AttemptDeps, settings: AttemptSettings, signal: AbortSignal): Promise<number> {
+  const cutoff = deps.now() - settings.retentionMs;
+  let total = 0;
+  for (;;) {
+    if (signal.aborted) throw new Stop("shutdown");
+    let removed: number | null;
+    try {
+      removed = await deps.store.execute(() => pruneDeliveryBatch(settings.lease, cutoff, deps.now()));
+    } catch (error) {
+      deps.log.warn({ code: errorCode(error) }, "pruning expired delivery IDs failed; the next attempt retries");
+      return total;
+    }
+    if (removed === null) throw new Stop("lease_lost");
+    total += removed;
+    if (removed === 0) break;
+  }
+  if (total > 0) deps.log.info({ pruned: total }, "expired delivery IDs pruned");
+  return total;
+}
+
+type Accepted<T> = { kind: "ok"; items: readonly T[] } | { kind: "problem"; code: string; fields: Record<string, unknown> };
+
+/** A listing that is whole and valid, or the fixed code of why not (a rejection's code; the gap's cause, never its values). */
+function accept<T>(listed: ListResult, validate: (items: unknown) => Validated<T>, what: "installations" | "repositories" | "pull_requests"): Accepted<T> {
+  if (!listed.complete) {
+    if (listed.notList) return { kind: "problem", code: rejection(validate(null)), fields: {} };
+    return { kind: "problem", code: `${what}_unavailable`, fields: { cause: listed.cause } };
+  }
+  const validated = validate(listed.items);
+  if (validated.kind === "rejected") return { kind: "problem", code: validated.reason, fields: {} };
+  return { kind: "ok", items: validated.items };
+}
+
+function rejection(validated: Validated<unknown>): RejectionReason | "unexpected" {
+  return validated.kind === "rejected" ? validated.reason : "unexpected";
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" ? code : "database";
+}

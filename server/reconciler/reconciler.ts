@@ -1,0 +1,120 @@
+import { hostname } from "node:os";
+import { type ProbeClock, systemClock } from "../forge/index.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { type ElectionLease, releaseElectionLease, renewElectionLease } from "../store/index.ts";
+import { type AttemptDeps, type AttemptReport, runAttempt } from "./attempt.ts";
+
+/**
+ * The reconciler loop (spec "Reconciliation attempt"; DESIGN 4 "elected reconciler"; STYLE 12). start() runs the first
+ * attempt at once (a missed delivery is recovered at startup, not one interval later), then one every intervalMs, timed by
+ * the injected clock. Only the process holding the named lease scans; between its attempts it keeps the lease for one
+ * interval plus RECONCILER_LEASE_TTL_MS, so leadership is stable and a crashed leader is replaced within that time.
+ *
+ * Outcomes are counted in service_reconciliations_total{result}; a success sets
+ * service_reconciliation_last_success_timestamp_seconds. An attempt that saw another owner records nothing. stop() aborts the
+ * attempt in flight (it records partial when it was elected), waits for it, and releases the lease; an idle or unelected
+ * stop records nothing.
+ */
+export const RECONCILER_LEASE_NAME = "reconciler";
+/** How long the lease lasts past its latest renewal while scanning; every installation and repository renews it. */
+export const RECONCILER_LEASE_TTL_MS = 60_000;
+
+export type ReconcilerDeps = Omit<AttemptDeps, "now"> & {
+  readonly metrics: Pick<Metrics, "reconciliations" | "reconciliationLastSuccess">;
+  readonly clock?: ProbeClock;
+  /** This process's identity in the lease table (default: host, pid and a random suffix). */
+  readonly owner?: string;
+};
+
+export type ReconcilerOptions = {
+  readonly intervalMs: number;
+  /** Delivery IDs older than this are pruned (SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS). */
+  readonly retentionMs: number;
+  readonly leaseTtlMs?: number;
+};
+
+export type Reconciler = {
+  start(): void;
+  /** Stops the loop, interrupts and waits for the attempt in flight, and gives the lease up. */
+  stop(): Promise<void>;
+  /** One attempt now (what the loop runs); joins the attempt in flight if there is one. */
+  runOnce(): Promise<AttemptReport>;
+  alive(): boolean;
+  ready(): boolean;
+  readonly owner: string;
+};
+
+export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOptions): Reconciler {
+  const clock = deps.clock ?? systemClock;
+  const owner = deps.owner ?? `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+  const ttlMs = options.leaseTtlMs ?? RECONCILER_LEASE_TTL_MS;
+  const lease: ElectionLease = { name: RECONCILER_LEASE_NAME, owner, ttlMs };
+  let running = false;
+  let crashed = false;
+  let timer: unknown = null;
+  let current: Promise<AttemptReport> | null = null;
+  let controller = new AbortController();
+
+  async function attempt(): Promise<AttemptReport> {
+    const report = await runAttempt({ ...deps, now: () => clock.now() }, { lease, retentionMs: options.retentionMs }, controller.signal);
+    if (report.result === "unelected") return report;
+    deps.metrics.reconciliations.inc({ result: report.result });
+    const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, queued: report.queued, pruned: report.pruned };
+    if (report.result === "success") {
+      deps.metrics.reconciliationLastSuccess.set(clock.now() / 1000);
+      deps.log.info(summary, "reconciliation finished");
+    } else {
+      deps.log.warn(summary, "reconciliation did not finish completely");
+    }
+    if (report.result !== "failure" && !controller.signal.aborted) {
+      // Keep leadership until the next attempt (plus the scan TTL); a failed renewal only means the next election decides.
+      await deps.store.execute(() => renewElectionLease(lease, clock.now(), options.intervalMs + ttlMs)).catch(() => false);
+    }
+    return report;
+  }
+
+  function runOnce(): Promise<AttemptReport> {
+    current ??= attempt().finally(() => {
+      current = null;
+    });
+    return current;
+  }
+
+  function schedule(): void {
+    if (!running) return;
+    timer = clock.setTimeout(() => {
+      timer = null;
+      if (!running) return;
+      runOnce().then(schedule, (error) => {
+        crashed = true;
+        deps.log.fatal({ error: (error as Error)?.name }, "the reconciler loop stopped unexpectedly");
+      });
+    }, options.intervalMs);
+  }
+
+  return {
+    owner,
+    start() {
+      if (running) return;
+      running = true;
+      crashed = false;
+      controller = new AbortController();
+      runOnce().then(schedule, (error) => {
+        crashed = true;
+        deps.log.fatal({ error: (error as Error)?.name }, "the reconciler loop stopped unexpectedly");
+      });
+    },
+    async stop() {
+      running = false;
+      if (timer !== null) clock.clearTimeout(timer);
+      timer = null;
+      controller.abort(new Error("shutting down"));
+      await current?.catch(() => {});
+      // Deletes the row only while it names this process: an unelected stop changes nothing.
+      await deps.store.execute(() => releaseElectionLease(lease)).catch(() => false);
+    },
+    runOnce,
+    alive: () => running && !crashed,
+    ready: () => running && !crashed,
+  };
+}

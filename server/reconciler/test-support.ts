@@ -1,0 +1,90 @@
+import { pino } from "pino";
+import type { CallOptions, ListResult, ProbeClock } from "../forge/index.ts";
+import { createMetrics } from "../observability/metrics.ts";
+import type { ReconcileForge } from "./attempt.ts";
+
+/** Test fixtures for the reconciler: a clock tests move by hand, a scripted forge, valid raw items, a capturing logger. */
+
+export type ManualClock = ProbeClock & { advance(ms: number): void; pending(): number };
+
+export function manualClock(start = 1_800_000_000_000): ManualClock {
+  let now = start;
+  let nextId = 1;
+  const timers = new Map<number, { at: number; run: () => void }>();
+  return {
+    now: () => now,
+    setTimeout(run, ms) {
+      const id = nextId++;
+      timers.set(id, { at: now + ms, run });
+      return id;
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number);
+    },
+    advance(ms) {
+      now += ms;
+      for (const [id, timer] of [...timers].sort((a, b) => a[1].at - b[1].at)) {
+        if (timer.at <= now) {
+          timers.delete(id);
+          timer.run();
+        }
+      }
+    },
+    pending: () => timers.size,
+  };
+}
+
+export const HEAD_A = "a".repeat(40);
+export const HEAD_B = "b".repeat(64);
+export const HEAD_C = "c".repeat(40);
+
+export const installationItem = (id: number, extra: Record<string, unknown> = {}) => ({ id, account: { login: "acme" }, suspended_at: null, ...extra });
+export const repositoryItem = (id: number, name: string, extra: Record<string, unknown> = {}) => ({ id, name, owner: { login: "acme" }, archived: false, ...extra });
+export const pullItem = (number: number, sha: string, extra: Record<string, unknown> = {}) => ({ number, head: { sha, ref: `branch-${number}` }, state: "open", ...extra });
+
+export type ForgeScript = {
+  installations: () => ListResult | Promise<ListResult>;
+  repositories: (installationId: number) => ListResult | Promise<ListResult>;
+  pulls: (installationId: number, owner: string, repo: string) => ListResult | Promise<ListResult>;
+};
+
+export const whole = (items: unknown): ListResult => ({ complete: true, items: items as unknown[] });
+
+/** A forge that answers from a script and records every call (with the abort signal it was given). */
+export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { calls: string[]; signals: (AbortSignal | undefined)[] } {
+  const calls: string[] = [];
+  const signals: (AbortSignal | undefined)[] = [];
+  const record = (call: string, options?: CallOptions) => {
+    calls.push(call);
+    signals.push(options?.signal);
+  };
+  return {
+    calls,
+    signals,
+    async listInstallations(options) {
+      record("installations", options);
+      return (script.installations ?? (() => whole([installationItem(1)])))();
+    },
+    async listInstallationRepositories(installationId, options) {
+      record(`repositories:${installationId}`, options);
+      return (script.repositories ?? (() => whole([repositoryItem(10, "web")])))(installationId);
+    },
+    async listOpenPullRequestItems(installationId, owner, repo, _max, options) {
+      record(`pulls:${installationId}:${owner}/${repo}`, options);
+      return (script.pulls ?? (() => whole([pullItem(1, HEAD_A)])))(installationId, owner, repo);
+    },
+  };
+}
+
+export function captureLog() {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { log, lines, text: () => lines.map((l) => JSON.stringify(l)).join("\n") };
+}
+
+export function reconcileMetrics() {
+  const metrics = createMetrics();
+  const count = async (result: string) => (await metrics.reconciliations.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+  const lastSuccess = async () => (await metrics.reconciliationLastSuccess.get()).values[0]?.value ?? 0;
+  return { metrics, count, lastSuccess };
+}
