@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { pino } from "pino";
+import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { createForgeClient } from "../server/forge/index.ts";
+import { createMetrics } from "../server/observability/metrics.ts";
+import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
+import { all, migrateDatabase, openStore, type Store } from "../server/store/index.ts";
+import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../server/worker/worker.ts";
+
+/**
+ * The reconciler against the forge simulator, with the real worker, on both backends: deliveries the service never received
+ * (the forge does not retry them) are recovered by one scan, with the check the worker then publishes.
+ */
+const CHECK_NAME = "Service / approval";
+
+type Rig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+
+async function startRig(backend: (typeof BACKENDS)[number], reviewers: string[]): Promise<Rig> {
+  // No webhook URL anywhere: every delivery of the scenario is lost, as if the service had been down.
+  const sim = startForgeSimulator({});
+  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers });
+  const database = await createTestDatabase(backend);
+  await migrateDatabase(database.target, Date.now());
+  const store = openStore(database.target);
+  const logs: string[] = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
+  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
+  const metrics = createMetrics();
+  const worker = createWorker(
+    {
+      store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
+      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+    },
+    { ...DEFAULT_WORKER_OPTIONS, pollMs: 50, leaseMs: 30_000, retryCapSeconds: 5 },
+  );
+  worker.start();
+  const reconciler = createReconciler(
+    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() },
+    { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
+  );
+  return { sim, scenario, store, worker, reconciler, database, logs };
+}
+
+async function waitForCheck(rig: Rig, repo: string, headSha: string, conclusion: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const runs = rig.sim.control.checkRuns({ owner: rig.scenario.org, repo, headSha }) as Array<{ status: string; conclusion: string | null }>;
+    if (runs[0]?.status === "completed" && runs[0].conclusion === conclusion) return runs;
+    if (Date.now() > deadline) throw new Error(`check on ${headSha.slice(0, 8)}: wanted ${conclusion}, saw ${JSON.stringify(runs)}\n${rig.logs.slice(-10).join("")}`);
+    await Bun.sleep(25);
+  }
+}
+
+describe.each(BACKENDS)("reconciler against the forge simulator on %s", (backend) => {
+  let rig: Rig | undefined;
+  afterEach(async () => {
+    if (!rig) return;
+    await rig.reconciler.stop();
+    await rig.worker.stop();
+    await rig.store.close();
+    await rig.sim.stop();
+    await rig.database.drop();
+    rig = undefined;
+  });
+
+  test("pull requests whose webhooks were never delivered get their correct checks within one scan", async () => {
+    rig = await startRig(backend, ["alice", "bob"]);
+    const { sim, scenario } = rig;
+    // A second pull request, also never delivered, that no owner approved.
+    await sim.control.commit({ owner: scenario.org, repo: scenario.repo, branch: "other", files: { "src/other.ts": "export const o = 1;\n" }, sender: "erin" });
+    const other = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "other", author: "erin", title: "Other" });
+    expect(sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha: scenario.headSha })).toHaveLength(0);
+
+    const report = await rig.reconciler.runOnce();
+    expect(report).toMatchObject({ result: "success", problems: [], installations: 1, repositories: 1, pullRequests: 2, queued: 2 });
+    const approved = await waitForCheck(rig, scenario.repo, scenario.headSha, "success");
+    const unapproved = await waitForCheck(rig, scenario.repo, other.headSha, "failure");
+    expect(approved).toHaveLength(1);
+    expect(unapproved).toHaveLength(1);
+    // The organization policy repository was never scanned for pull requests.
+    expect(sim.requests.some((r) => r.path.startsWith(`/repos/${scenario.org}/.forge/pulls`))).toBe(false);
+
+    // The next scan finds the work done and re-queues the open pull requests: the checks stay correct.
+    const again = await rig.reconciler.runOnce();
+    expect(again.result).toBe("success");
+    await waitForCheck(rig, scenario.repo, scenario.headSha, "success");
+    await waitForCheck(rig, scenario.repo, other.headSha, "failure");
+  }, 60_000);
+
+  test("a suspended installation and an archived repository get no work; the scan still succeeds", async () => {
+    rig = await startRig(backend, []);
+    const { sim, scenario } = rig;
+    await sim.control.suspendInstallation({ installationId: scenario.installationId, suspended: true });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", installations: 0, queued: 0 });
+    await sim.control.suspendInstallation({ installationId: scenario.installationId, suspended: false });
+    await sim.control.setRepository({ owner: scenario.org, repo: scenario.repo, archived: true });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", installations: 1, repositories: 0, queued: 0 });
+    expect(await rig.store.execute(() => all("select id from jobs"))).toEqual([]);
+  }, 60_000);
+
+  test("a forge outage while listing pull requests makes the scan partial; the next scan recovers", async () => {
+    rig = await startRig(backend, []);
+    const { sim, scenario } = rig;
+    sim.injectFault({ kind: "status", status: 502, path: `/repos/${scenario.org}/${scenario.repo}/pulls`, times: 10 });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["pull_requests_unavailable"], queued: 0 });
+    sim.faults.clear();
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", queued: 1 });
+    await waitForCheck(rig, scenario.repo, scenario.headSha, "failure");
+  }, 60_000);
+});
