@@ -225,6 +225,12 @@ describe("rule 3: which reviews count", () => {
   test("an approval by a non-owner does not count", () => {
     expect(outcome(run(withReviews(baseEvidence(), approve(USERS.mallory))))).toBe("failure");
   });
+  test("an approval by an account that is neither a user nor a bot never counts and needs no lookup", () => {
+    const organization = { id: 77, login: "acme", type: "Organization" };
+    const decision = run(withReviews(withCodeowners(baseEvidence(), "* @acme/core @acme\n"), approve(organization)));
+    expect(outcome(decision)).toBe("failure");
+    expect(codes(decision)).toEqual([]);
+  });
   test("a review by a deleted account never counts", () => {
     const evidence = withReviews(baseEvidence(), { id: 99, user: null, state: "APPROVED", commitId: HEAD });
     expect(outcome(run(evidence))).toBe("failure");

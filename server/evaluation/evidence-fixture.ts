@@ -1,6 +1,7 @@
 // One base evidence fixture and small tweaks (STYLE 11: start from one base fixture and tweak it). Used by tests, the
 // benchmark and as a sample for the playground. The base case: one changed file owned by @alice, no reviews yet.
-import type { ChangedFile, DirectoryFacts, Evidence, FileRead, Lookup, Review } from "./evidence.ts";
+import { DEFAULT_EVALUATION_SETTINGS, type ChangedFile, type DirectoryFacts, type Evidence, type FileRead, type Lookup, type Review } from "./evidence.ts";
+import { planLookups } from "./plan-lookups.ts";
 
 export const HEAD = "a".repeat(40);
 export const OLD_HEAD = "b".repeat(40);
@@ -141,4 +142,21 @@ required_approvals = ${requiredApprovals}
 app = "${APP_SLUG}"
 paths = [${paths.map((path) => JSON.stringify(path)).join(", ")}]
 ${extra}`;
+}
+
+/** Keeps only the directory facts the plan names: what a fetcher following the plan would have. */
+export function directoryFromPlan(evidence: Evidence): Evidence {
+  const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+  const full = evidence.directory;
+  const pick = <T>(record: Readonly<Record<string, T>>, keys: readonly string[]) => Object.fromEntries(keys.map((key) => [key, record[key]!]));
+  return {
+    ...evidence,
+    directory: {
+      collaborators: pick(full.collaborators, plan.collaborators),
+      organizationMemberships: pick(full.organizationMemberships, plan.organizationMemberships),
+      teams: Object.fromEntries(plan.teams.map(({ team, members }) => [team, { ...full.teams[team]!, memberships: pick(full.teams[team]!.memberships, members) }])),
+      apps: pick(full.apps, plan.apps),
+      botUsers: pick(full.botUsers, plan.botUsers),
+    },
+  };
 }

@@ -35,7 +35,10 @@ function classify(latest: readonly LatestReview[], evidence: Evidence): Classifi
     if (state === "APPROVED" || state === "DISMISSED") approvals.push(entry);
     if (review.user.id === authorId) continue;
     if (state === "CHANGES_REQUESTED" && review.user.type === "User") blockers.push(entry);
-    if (state === "APPROVED" && review.commitId === head) (review.user.type === "Bot" ? botApprovers : humanApprovers).push(entry);
+    if (state === "APPROVED" && review.commitId === head) {
+      if (review.user.type === "User") humanApprovers.push(entry);
+      else if (review.user.type === "Bot") botApprovers.push(entry);
+    }
   }
   return { humanApprovers, botApprovers, blockers, approvals };
 }

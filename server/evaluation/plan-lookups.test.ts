@@ -1,25 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { evaluate } from "./evaluate.ts";
-import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "./evidence.ts";
-import { BOT, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, review, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
+import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
+import { BOT, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, directoryFromPlan, review, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
 import { planLookups } from "./plan-lookups.ts";
-
-/** Keeps only the directory facts the plan names: what a fetcher following the plan would have. */
-function directoryFromPlan(evidence: Evidence): Evidence {
-  const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
-  const full = evidence.directory;
-  const pick = <T>(record: Readonly<Record<string, T>>, keys: readonly string[]) => Object.fromEntries(keys.map((key) => [key, record[key]!]));
-  return {
-    ...evidence,
-    directory: {
-      collaborators: pick(full.collaborators, plan.collaborators),
-      organizationMemberships: pick(full.organizationMemberships, plan.organizationMemberships),
-      teams: Object.fromEntries(plan.teams.map(({ team, members }) => [team, { ...full.teams[team]!, memberships: pick(full.teams[team]!.memberships, members) }])),
-      apps: pick(full.apps, plan.apps),
-      botUsers: pick(full.botUsers, plan.botUsers),
-    },
-  };
-}
 
 describe("planLookups", () => {
   test("without reviews nothing needs looking up", () => {

@@ -5,7 +5,7 @@ import { parseCodeowners } from "../policy/codeowners.ts";
 import { compilePattern, patternRegExp } from "../policy/pattern.ts";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type Review } from "./evidence.ts";
-import { BOT, HEAD, OLD_HEAD, USERS, baseEvidence, delegationPolicy, review, withCodeowners, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
+import { BOT, HEAD, OLD_HEAD, USERS, baseEvidence, delegationPolicy, directoryFromPlan, review, withCodeowners, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
 
 const RUNS = { numRuns: 300 };
 
@@ -154,6 +154,19 @@ describe("evaluation properties", () => {
         return decision.conclusion !== "success" && decision.ownerSets.every((set) => set.counted.length === 0);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  test("evidence holding only the planned directory facts is complete for the evaluation", () => {
+    const odd = fc.constantFrom({ id: 77, login: "acme", type: "Organization" }, { id: 78, login: "ghost", type: "Mannequin" });
+    fc.assert(
+      fc.property(scenario, fc.option(odd), (evidence, extra) => {
+        const reviewed = extra === null ? evidence : withReviews(evidence, ...reviewsOf(evidence), review(extra, "APPROVED", HEAD));
+        const decision = evaluate(directoryFromPlan(reviewed), DEFAULT_EVALUATION_SETTINGS);
+        const complete = evaluate(reviewed, DEFAULT_EVALUATION_SETTINGS);
+        return decision.reasons.every((reason) => reason.code !== "directory_incomplete") && decision.conclusion === complete.conclusion && decision.kind === complete.kind;
+      }),
+      RUNS,
     );
   });
 
