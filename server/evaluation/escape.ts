@@ -20,8 +20,12 @@ export function escapeHtml(value: string): string {
   return visible(value).replace(/[&<>"']/g, (ch) => HTML[ch]!);
 }
 
+/**
+ * A code-like value as inline HTML `<code>`. Markdown is still parsed between inline HTML tags, so Markdown punctuation is
+ * backslash-escaped first (a path like `[x](y)` must not become a link, `@name` not a mention), then HTML-escaped.
+ */
 export function code(value: string): string {
-  return `<code>${escapeHtml(value)}</code>`;
+  return `<code>${escapeHtml(visible(value).replace(/[\\`*_{}[\]()#+\-.!|~@:]/g, "\\$&"))}</code>`;
 }
 
 /** Renders message Text: prose escaped as Markdown, code-like parts as <code>. */

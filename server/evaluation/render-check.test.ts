@@ -3,7 +3,7 @@ import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bo
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
 import { approve, baseEvidence, HEAD, OLD_HEAD, review, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
-import { escapeHtml, escapeMarkdown, visible } from "./escape.ts";
+import { code, escapeHtml, escapeMarkdown, visible } from "./escape.ts";
 import { fitOutput, renderCheck } from "./render-check.ts";
 
 const render = (evidence = baseEvidence()) => renderCheck(evaluate(evidence, DEFAULT_EVALUATION_SETTINGS));
@@ -12,15 +12,15 @@ describe("check output", () => {
   test("a failing check names every owner set with its owners, paths and suggested reviewers", () => {
     const output = render(withFiles(baseEvidence(), ["src/app.ts", "docs/a.md"]));
     expect(output.title).toBe("2 of 2 owner sets not yet approved");
-    expect(output.text).toContain("<code>@alice</code>");
-    expect(output.text).toContain("<code>@acme/docs</code>");
-    expect(output.text).toContain("<code>src/app.ts</code>");
+    expect(output.text).toContain("<code>\\@alice</code>");
+    expect(output.text).toContain("<code>\\@acme/docs</code>");
+    expect(output.text).toContain("<code>src/app\\.ts</code>");
     expect(output.summary).toContain("Suggested reviewers");
   });
   test("a success says every set is approved and who counted", () => {
     const output = render(withReviews(baseEvidence(), approve(USERS.alice)));
     expect(output.title).toBe("All 1 owner set approved");
-    expect(output.text).toContain("<code>alice</code> as <code>@alice</code>");
+    expect(output.text).toContain("<code>alice</code> as <code>\\@alice</code>");
   });
   test("the output says why other reviews did not count", () => {
     const output = render(withReviews(baseEvidence(), approve(USERS.alice, OLD_HEAD)));
@@ -44,7 +44,7 @@ describe("check output", () => {
   test("paths listed per owner set are bounded", () => {
     const paths = Array.from({ length: 50 }, (_, i) => `src/f${i}.ts`);
     const output = render(withFiles(baseEvidence(), paths));
-    expect(output.text.match(/<code>src\/f\d+\.ts<\/code>/g)!.length).toBe(MAX_RENDERED_PATHS_PER_SET);
+    expect(output.text.match(/<code>src\/f\d+\\\.ts<\/code>/g)!.length).toBe(MAX_RENDERED_PATHS_PER_SET);
     expect(output.text).toContain("and 30 more");
   });
   test("every field stays within the forge's check-output limit", () => {
@@ -57,7 +57,7 @@ describe("check output", () => {
   test("code-like values are HTML-escaped and control characters are visible", () => {
     const evil = "src/<img src=x onerror=alert(1)>\u202Egnp.exe\u0007";
     const output = render(withFiles(baseEvidence(), [evil]));
-    expect(output.text).toContain("<code>src/&lt;img src=x onerror=alert(1)&gt;\\u{202E}gnp.exe\\u{0007}</code>");
+    expect(output.text).toContain("<code>src/&lt;img src=x onerror=alert\\(1\\)&gt;\\\\u\\{202E\\}gnp\\.exe\\\\u\\{0007\\}</code>");
     expect(output.text).not.toContain("<img");
     expect(output.text).not.toContain("\u202E");
   });
@@ -69,6 +69,9 @@ describe("check output", () => {
 });
 
 describe("escaping", () => {
+  test("code-like values cannot become links, mentions or emphasis", () => {
+    expect(code("app/[x](https://evil)/@me_*b*")).toBe(String.raw`<code>app/\[x\]\(https\://evil\)/\@me\_\*b\*</code>`);
+  });
   test("Markdown prose is escaped", () => {
     expect(escapeMarkdown("*bold* [link](x) @mention #1 <b>")).toBe("\\*bold\\* \\[link\\]\\(x\\) \\@mention \\#1 \\<b\\>");
   });
