@@ -30,6 +30,8 @@ export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstal
 
 /** Open pull requests listed per repository by the reconciler (its own bound; one page is 100 items). */
 export const MAX_RECONCILE_PULL_REQUESTS = 10_000;
+/** Pull requests queued per transaction (each transaction renews the lease; keeps the lease row lock and each transaction short). */
+export const RECONCILE_QUEUE_BATCH = 200;
 
 export type AttemptDeps = {
   readonly store: Store;
@@ -134,18 +136,25 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
           continue;
         }
         counts.pullRequests += pulls.items.length;
-        let outcome;
-        try {
-          outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: pulls.items, now: deps.now() }));
-        } catch (error) {
-          problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
-          continue;
+        let queued = 0;
+        let kept = 0;
+        for (let start = 0; start < Math.max(1, pulls.items.length); start += RECONCILE_QUEUE_BATCH) {
+          const batch = pulls.items.slice(start, start + RECONCILE_QUEUE_BATCH);
+          let outcome;
+          try {
+            outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: deps.now() }));
+          } catch (error) {
+            problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
+            break;
+          }
+          if (outcome.kind === "lost") throw new Stop("lease_lost");
+          queued += outcome.queued;
+          kept += outcome.kept;
+          if (outcome.queued > 0) deps.onQueued?.();
         }
-        if (outcome.kind === "lost") throw new Stop("lease_lost");
-        if (outcome.queued > 0) {
-          counts.queued += outcome.queued;
-          log.info({ installation: installation.id, repository: repository.id, queued: outcome.queued, kept: outcome.kept }, "reconciliation queued missing work");
-          deps.onQueued?.();
+        if (queued > 0) {
+          counts.queued += queued;
+          log.info({ installation: installation.id, repository: repository.id, queued, kept }, "reconciliation queued missing work");
         }
       }
     }

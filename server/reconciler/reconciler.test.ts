@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
 import { all, migrateDatabase, one, openStore, run, type Store } from "../store/index.ts";
-import type { ReconcileForge } from "./attempt.ts";
+import { RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
 import {
   captureLog, HEAD_A, HEAD_B, HEAD_C, installationItem, manualClock, pullItem, reconcileMetrics, repositoryItem, scriptedForge, whole,
@@ -324,20 +324,34 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const store = await setup();
     const forge = scriptedForge({});
     const t = make(store, forge);
+    const scans = () => forge.calls.filter((c) => c === "installations").length;
+    const timerSet = async () => {
+      for (let i = 0; i < 1_000 && t.clock.pending() === 0; i++) await Bun.sleep(0);
+      expect(t.clock.pending()).toBe(1);
+    };
     t.reconciler.start();
-    await t.reconciler.runOnce();
-    expect(forge.calls.filter((c) => c === "installations")).toHaveLength(1);
+    await t.reconciler.runOnce(); // joins the startup attempt
+    expect(scans()).toBe(1);
+    await timerSet();
     t.clock.advance(INTERVAL_MS - 1);
-    await t.reconciler.runOnce().catch(() => {}); // joins nothing new: no timer fired yet, so this is an extra manual attempt
-    const manual = forge.calls.filter((c) => c === "installations").length;
-    expect(manual).toBe(2);
-    // Wait for the timer set after the manual attempt settles, then let it fire.
-    while (t.clock.pending() === 0) await Bun.sleep(1);
+    expect(scans()).toBe(1);
     t.clock.advance(1);
-    await t.reconciler.runOnce();
-    expect(forge.calls.filter((c) => c === "installations").length).toBeGreaterThanOrEqual(3);
+    await t.reconciler.runOnce(); // joins the attempt the timer started
+    expect(scans()).toBe(2);
+    expect(await t.count("success")).toBe(2);
+    await timerSet();
     await t.reconciler.stop();
     expect(t.clock.pending()).toBe(0);
+  });
+
+  test("many open pull requests are queued in bounded transactions, all of them", async () => {
+    const store = await setup();
+    const pulls = Array.from({ length: RECONCILE_QUEUE_BATCH * 2 + 50 }, (_, i) => pullItem(i + 1, (i + 1).toString(16).padStart(40, "0")));
+    let woken = 0;
+    const t = make(store, scriptedForge({ pulls: () => whole(pulls) }), { onQueued: () => woken++ });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", queued: pulls.length });
+    expect(woken).toBe(3);
+    expect(await store.execute(() => all("select id from jobs where kind = 'evaluation'"))).toHaveLength(pulls.length);
   });
 
   test("pruning removes exactly the delivery IDs older than the retention", async () => {
