@@ -51,9 +51,9 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     return { reset: check !== null, liveHeadQueued: false };
   }
 
-  const pull = await forge.getPullRequest(installationId, owner, name, input.pullNumber, call);
+  // Independent reads, issued together: the whole fast path must fit in a few seconds.
+  const [pull, check] = await Promise.all([forge.getPullRequest(installationId, owner, name, input.pullNumber, call), forge.findManagedCheck(target, call)]);
   const current = pull.state === "open" && pull.headSha === input.headSha;
-  const check = await forge.findManagedCheck(target, call);
   let reset = false;
   if (check) {
     if (check.status !== "in_progress") {

@@ -209,7 +209,7 @@ export class PostgresStore implements Store {
         let step = steps.next();
         while (!step.done) {
           const query = step.value;
-          const result = await sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[]);
+          const result = await sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true });
           step = steps.next(query.mode === "one" ? (result[0] ?? null) : query.mode === "all" ? [...result] : result.count);
         }
         return step.value;

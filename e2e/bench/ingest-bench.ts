@@ -1,0 +1,108 @@
+#!/usr/bin/env bun
+/**
+ * Webhook ingest benchmark (issue 5 item 8): signed ~25 KB pull_request deliveries POSTed to the compiled binary on
+ * PostgreSQL at concurrency 1, 8 and 32, with the fast path talking to the forge simulator (in this process), worker off.
+ * Baseline in the same run: the raw PostgreSQL rate of a two-row insert transaction at the same concurrency (postgres.js).
+ * Prints JSON. Needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster) and dist/service.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { createScenario, generateAppKeys } from "../forge/scenario.ts";
+import { startForgeSimulator } from "../forge/simulator.ts";
+import { ensureBinary, runBinary, startBinary } from "../support/binary.ts";
+import { createTestDatabase } from "../support/databases.ts";
+import { pullRequestEvent, signedDelivery } from "../support/payloads.ts";
+
+const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
+const LEVELS = [
+  { concurrency: 1, requests: 300 },
+  { concurrency: 8, requests: 1200 },
+  { concurrency: 32, requests: 2400 },
+];
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function drive(concurrency: number, total: number, once: (i: number) => Promise<void>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < total) {
+      const i = next++;
+      const t0 = performance.now();
+      await once(i);
+      latencies.push(performance.now() - t0);
+    }
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { per_second: Math.round(total / seconds), p50_ms: +percentile(latencies, 50).toFixed(2), p99_ms: +percentile(latencies, 99).toFixed(2) };
+}
+
+ensureBinary();
+const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+const keys = generateAppKeys();
+const sim = startForgeSimulator({ webhookSecret: SECRET });
+const scenario = await createScenario(sim, { keys });
+const repositoryId = sim.control.mustRepo("acme", "web").id;
+writeFileSync(join(dir, "key.pem"), keys.privateKey);
+writeFileSync(join(dir, "secret"), SECRET);
+const database = await createTestDatabase("postgresql");
+const env = {
+  SERVICE_DATABASE_URL: database.url, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
+  SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"), SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "secret"),
+  SERVICE_WORKER_ENABLED: "false", SERVICE_RECONCILE_ENABLED: "false", SERVICE_LOG_LEVEL: "info",
+};
+if (runBinary(["database", "migrate"], env).exitCode !== 0) throw new Error("migrate failed");
+const service = await startBinary(env);
+
+// ~25 KB: a realistic pull_request payload whose body text carries the bulk, as long descriptions do.
+const base = pullRequestEvent("synchronize", { repo: { id: repositoryId, owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
+const payload = { ...base, pull_request: { ...base.pull_request, body: "Lorem ipsum dolor sit amet. ".repeat(880) } };
+const bodyBytes = signedDelivery(SECRET, "pull_request", "x", payload).body.byteLength;
+let sequence = 0;
+const send = async () => {
+  const delivery = signedDelivery(SECRET, "pull_request", `bench-${process.pid}-${sequence++}`, payload);
+  const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers: delivery.headers, body: delivery.body });
+  if (response.status !== 202) throw new Error(`unexpected ${response.status}`);
+  await response.arrayBuffer();
+};
+await drive(4, 100, send); // warm-up: token, prepared statements, check created
+
+const baselineDb = await createTestDatabase("postgresql");
+const sql = postgres(baselineDb.url, { max: 40, onnotice: () => {} });
+await sql`create table deliveries (id text primary key, received_at bigint not null)`;
+await sql`create table work (id bigserial primary key, delivery_id text not null, payload_bytes int not null)`;
+let baselineSequence = 0;
+const baselineOnce = async () => {
+  const id = `b-${baselineSequence++}`;
+  await sql.begin(async (tx) => {
+    await tx`insert into deliveries (id, received_at) values (${id}, ${Date.now()})`;
+    await tx`insert into work (delivery_id, payload_bytes) values (${id}, ${bodyBytes})`;
+  });
+};
+
+const results = [];
+for (const level of LEVELS) {
+  const baseline = await drive(level.concurrency, level.requests, baselineOnce);
+  const ingest = await drive(level.concurrency, level.requests, send);
+  results.push({ concurrency: level.concurrency, requests: level.requests, ingest, baseline_two_row_insert: baseline, ingest_vs_baseline: +(ingest.per_second / baseline.per_second).toFixed(3) });
+}
+await sql.end();
+await service.stop();
+await sim.stop();
+await database.drop();
+await baselineDb.drop();
+rmSync(dir, { recursive: true, force: true });
+const at32 = results.find((r) => r.concurrency === 32)!;
+const at8 = results.find((r) => r.concurrency === 8)!;
+console.log(JSON.stringify({
+  benchmark: "webhook ingest (compiled binary, PostgreSQL, fast path against the simulator)",
+  body_bytes: bodyBytes,
+  results,
+  targets: { "ingest >= 50% of baseline at concurrency 32": at32.ingest_vs_baseline >= 0.5, "p99 ack < 50 ms at concurrency 8": at8.ingest.p99_ms < 50 },
+}, null, 2));
