@@ -30,7 +30,7 @@ type Segment = { readonly kind: "globstar" } | { readonly kind: "literal"; reado
 /** Where the index may file a pattern so that only plausible patterns are tested for a path (see rule-index.ts). */
 export type IndexKey =
   /** Anchored pattern whose leading segments are literal: candidates for paths starting with these segments. */
-  | { readonly kind: "prefix"; readonly segments: readonly string[] }
+  | { readonly kind: "prefix"; readonly path: string }
   /** The pattern needs some path segment equal to this literal. */
   | { readonly kind: "segment"; readonly value: string }
   /** The pattern needs some path segment whose text after its last `.` equals this. */
@@ -218,13 +218,13 @@ function indexKeyOf(segments: readonly Segment[], anchored: boolean): IndexKey {
     if (segment.kind !== "literal") break;
     prefix.push(segment.text);
   }
-  if (prefix.length >= 2) return { kind: "prefix", segments: prefix };
+  if (prefix.length >= 2) return { kind: "prefix", path: prefix.join("/") };
   let longest: string | null = null;
   for (const segment of segments) {
     if (segment.kind === "literal" && (longest === null || segment.text.length > longest.length)) longest = segment.text;
   }
   if (longest !== null && !(prefix.length === 1 && prefix[0] === longest)) return { kind: "segment", value: longest };
-  if (prefix.length === 1) return { kind: "prefix", segments: prefix };
+  if (prefix.length === 1) return { kind: "prefix", path: prefix[0]! };
   for (const segment of segments) {
     if (segment.kind === "glob") {
       const extension = extensionOf(segment.tail);
@@ -251,14 +251,12 @@ function literalTest(literal: string, anchored: boolean, directoryOnly: boolean)
 
 /** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
 function compileLiteral(source: string): PatternResult | null {
-  const parts = source.split("/");
-  const leadingSlash = parts.length > 1 && parts[0] === "";
-  const trailingSlash = parts.length - (leadingSlash ? 1 : 0) >= 1 && parts[parts.length - 1] === "";
-  const segments = parts.slice(leadingSlash ? 1 : 0, trailingSlash ? -1 : undefined);
-  if (segments.length === 0 || segments.includes("")) return null; // the general path reports the error
-  const anchored = leadingSlash || segments.length > 1;
-  const literal = segments.join("/");
-  const indexKey: IndexKey = !anchored ? { kind: "segment", value: literal } : { kind: "prefix", segments };
+  const leadingSlash = source.length > 1 && source.startsWith("/");
+  const trailingSlash = source.endsWith("/") && source.length > (leadingSlash ? 1 : 0);
+  const literal = source.slice(leadingSlash ? 1 : 0, trailingSlash ? -1 : undefined);
+  if (literal === "" || literal.startsWith("/") || literal.endsWith("/") || literal.includes("//")) return null; // the general path reports it
+  const anchored = leadingSlash || literal.includes("/");
+  const indexKey: IndexKey = anchored ? { kind: "prefix", path: literal } : { kind: "segment", value: literal };
   return { ok: true, pattern: { source, anchored, indexKey, test: literalTest(literal, anchored, trailingSlash) } };
 }
 
@@ -345,7 +343,7 @@ export function literalPathPattern(path: string): CompiledPattern {
   return {
     source: "/" + clean,
     anchored: true,
-    indexKey: { kind: "prefix", segments: clean.split("/") },
+    indexKey: { kind: "prefix", path: clean },
     test: (candidate: string) => candidate === clean || candidate.startsWith(below),
   };
 }

@@ -24,6 +24,16 @@ class Buckets {
   }
 }
 
+/** The first PREFIX_DEPTH segments of a `/`-separated path. */
+function leadingDirectories(path: string): string {
+  let end = -1;
+  for (let depth = 0; depth < PREFIX_DEPTH; depth++) {
+    end = path.indexOf("/", end + 1);
+    if (end < 0) return path;
+  }
+  return path.slice(0, end);
+}
+
 export class PatternIndex {
   private readonly always: number[] = [];
   private readonly byPrefix: Buckets;
@@ -39,7 +49,7 @@ export class PatternIndex {
     patterns.forEach((pattern, position) => {
       const key = pattern.indexKey;
       if (key.kind === "prefix") {
-        this.byPrefix.add(key.segments.length <= PREFIX_DEPTH ? key.segments.join("/") : key.segments.slice(0, PREFIX_DEPTH).join("/"), position);
+        this.byPrefix.add(leadingDirectories(key.path), position);
       } else if (key.kind === "segment") this.bySegment.add(key.value, position);
       else if (key.kind === "extension") this.byExtension.add(key.value, position);
       else this.always.push(position);
