@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
-import { all, migrateDatabase, one, openStore, run, type Store } from "../store/index.ts";
+import {
+  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, releaseElectionLease, renewElectionLease, run, type Store,
+} from "../store/index.ts";
 import { RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
 import {
@@ -217,6 +219,42 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const t = make(store, forge, { clock });
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["lease_lost"], queued: 0 });
     expect(await jobs(store)).toEqual([]);
+  });
+
+  test("a scan longer than the lease TTL keeps the lease: every installation and repository renews it", async () => {
+    const store = await setup();
+    const clock = manualClock();
+    const forge = scriptedForge({
+      repositories: () => whole([repositoryItem(10, "web"), repositoryItem(11, "api"), repositoryItem(12, "docs")]),
+      pulls: async (_i, _o, repo) => {
+        clock.advance(RECONCILER_LEASE_TTL_MS - 1_000);
+        return whole([pullItem(1, repo === "web" ? HEAD_A : repo === "api" ? HEAD_B : HEAD_C)]);
+      },
+    });
+    const t = make(store, forge, { clock });
+    const expiries: number[] = [];
+    const started = clock.now();
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", queued: 3 });
+    expiries.push((await leaseRow(store))!.expires_at_ms);
+    expect(clock.now() - started).toBeGreaterThan(RECONCILER_LEASE_TTL_MS * 2);
+    // After a finished attempt the leader keeps the lease until its next attempt is due.
+    expect(expiries[0]).toBe(clock.now() + INTERVAL_MS + RECONCILER_LEASE_TTL_MS);
+  });
+
+  test("concurrent elections on one database elect exactly one owner", async () => {
+    await setup();
+    const contenders = Array.from({ length: 6 }, (_, i) => ({ store: openOne(), lease: { name: "race", owner: `p${i}`, ttlMs: 60_000 } }));
+    const won = await Promise.all(contenders.map((c) => c.store.execute(() => acquireElectionLease(c.lease, 1_000))));
+    expect(won.filter(Boolean)).toHaveLength(1);
+    const winner = contenders[won.indexOf(true)]!;
+    // The owner re-acquires its own lease (extending it); the others still cannot, until it expires.
+    expect(await winner.store.execute(() => acquireElectionLease(winner.lease, 2_000))).toBe(true);
+    const loser = contenders.find((c) => c !== winner)!;
+    expect(await loser.store.execute(() => acquireElectionLease(loser.lease, 61_999))).toBe(false);
+    expect(await loser.store.execute(() => acquireElectionLease(loser.lease, 62_001))).toBe(true);
+    expect(await winner.store.execute(() => renewElectionLease(winner.lease, 62_002))).toBe(false);
+    expect(await winner.store.execute(() => releaseElectionLease(winner.lease))).toBe(false);
+    expect(await loser.store.execute(() => readElectionLease("race"))).toMatchObject({ owner: loser.lease.owner, acquired_at_ms: 62_001 });
   });
 
   test("a process that observes another lease owner records no attempt and reads nothing from the forge", async () => {
