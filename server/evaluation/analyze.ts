@@ -114,7 +114,7 @@ function selectCodeowners(evidence: Evidence, reasons: Reason[]): { path: string
     if (parsed.errors.length > 0) {
       reasons.push({
         code: "codeowners_invalid",
-        message: t`the code-owners file ${location} has ${parsed.errors.length} invalid line${parsed.errors.length === 1 ? "" : "s"}`,
+        message: [...t`the code-owners file ${location} has ${parsed.errors.length}`, parsed.errors.length === 1 ? " invalid line" : " invalid lines"],
         transient: false,
         details: parsed.errors.slice(0, 50).map((error) => t`line ${error.line}: ${error.message}`),
       });

@@ -80,7 +80,7 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings): Deci
   const evidenceNode = node(
     "evidence and policy",
     reasons.length === 0 ? "passed" : permanentFailure ? "failed" : "pending",
-    reasons.length === 0 ? t`complete and valid` : t`${String(reasons.length)} reason${reasons.length === 1 ? "" : "s"} this cannot succeed`,
+    reasons.length === 0 ? t`complete and valid` : [`${reasons.length} reason${reasons.length === 1 ? "" : "s"} this cannot succeed`],
     reasons.map((reason) => node(reason.code, reason.transient ? "pending" : "failed", reason.message)),
   );
   const setsNode = node(

@@ -36,6 +36,7 @@ describe("check output", () => {
     const output = render(withCodeowners(baseEvidence(), "* @alice\n!x @bob\n"));
     expect(output.title).toBe("CODEOWNERS has invalid lines");
     expect(output.summary).toContain("line <code>2</code>");
+    expect(output.summary).toContain("has <code>1</code> invalid line");
   });
   test("a shared head is named in the title", () => {
     const evidence = { ...baseEvidence(), sameHeadPullRequests: { complete: true as const, items: [{ number: 9, headSha: HEAD }] } };
