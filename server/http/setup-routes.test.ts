@@ -256,3 +256,31 @@ describe("logs", () => {
     expect(output).not.toContain(`"app_id":${appId}`);
   });
 });
+
+describe("in the application", () => {
+  test("createApp mounts the setup routes: 422 before 404 when disabled, the form when enabled", async () => {
+    const { createApp } = await import("./app.ts");
+    const { loadConfig } = await import("../config/index.ts");
+    const { createMetrics } = await import("../observability/metrics.ts");
+    const build = (env: Record<string, string>) => {
+      const config = loadConfig({ SERVICE_DATABASE_URL: "sqlite::memory:", ...env });
+      const metrics = createMetrics({ readQueueGauges: async () => ({ queueDepth: 0, sharedHeadInvalidationDepth: 0, deadJobs: 0 }) } as never);
+      const log = createLogger("silent");
+      const store = {} as never;
+      const webhook = { secret: null, store, metrics, log, mapping: { organizationPolicyRepository: ".forge", checkName: config.checkName, appId: null }, fastPath: null, invalidationTimeoutMs: 1000, now: () => Date.now() };
+      return createApp({ config, build: { version: "0.1.0", buildRevision: null }, health: { config, store, credentials: null, worker: null, reconciler: null } as never, metrics, webhook, log });
+    };
+    const disabled = build({});
+    const at = (a: ReturnType<typeof build>, path: string) => a.handle(new Request(`http://localhost${path}`));
+    expect((await at(disabled, "/setup/callback")).status).toBe(422);
+    expect((await at(disabled, "/setup/callback?code=a&state=b")).status).toBe(404);
+    expect((await at(disabled, "/setup")).status).toBe(404);
+    expect((await at(disabled, "/setup/complete")).status).toBe(404);
+    const enabled = build({ SERVICE_SETUP_ENABLED: "true", SERVICE_PUBLIC_URL: PUBLIC_URL, SERVICE_SETUP_STATE_SECRET: "s".repeat(40), SERVICE_FORGE_WEB_URL: sim.url, SERVICE_FORGE_API_URL: sim.url });
+    const form = await at(enabled, "/setup?organization=acme");
+    expect(form.status).toBe(200);
+    expect(await form.text()).toContain(`${sim.url}/organizations/acme/settings/apps/new?state=`);
+    expect((await at(enabled, "/setup/callback?code=a&state=b")).status).toBe(400);
+    expect((await at(enabled, "/setup/complete")).status).toBe(200);
+  });
+});
