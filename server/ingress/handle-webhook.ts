@@ -117,7 +117,7 @@ async function acceptOnce(
     const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: outcome.pullNumber, headSha: outcome.headSha, sharedGeneration: outcome.sharedGeneration });
     return { status: 202, body: { accepted: false, queued: result !== null && (result.reset || result.liveHeadQueued) } };
   } catch (error) {
-    if (mapping.kind === "authority" && error instanceof StoreError && error.code === "timeout") {
+    if (mapping.kind === "authority" && error instanceof StoreError && error.code === "guard_timeout") {
       deps.log.warn({ event: delivery.event }, "authority event not recorded: an in-flight check write held the installation guard past the bound; redeliver it from the forge");
       return failure(503, "authority_timeout");
     }

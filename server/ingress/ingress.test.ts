@@ -208,6 +208,19 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
     });
   });
 
+  describe("database unavailable", () => {
+    test("a database that is gone answers 503 and acknowledges nothing", async () => {
+      h = await ingressHarness(backend);
+      const reachable = h.store;
+      await reachable.close(); // the server side of the pool is gone
+      expect((await h.send("pull_request", "d1", pullRequestEvent("opened"))).status).toBe(503);
+      expect((await h.send("label", "l1", labelEvent("created"))).status).toBe(503);
+      expect(await failures("database")).toBe(2);
+      const drop = h.close;
+      h = { ...h, close: async () => drop().catch(() => {}) } as Harness;
+    });
+  });
+
   describe("authority events", () => {
     test("an authority event advances the epoch and records installation-wide fan-out; its duplicate changes nothing", async () => {
       h = await ingressHarness(backend);

@@ -81,6 +81,11 @@ export async function acquire(sql: Sql, timeoutMs = ACQUIRE_TIMEOUT_MS): Promise
   }
 }
 
+function guardError(error: unknown): Error {
+  if ((error as { code?: string }).code === "55P03") return new StoreError("guard_timeout", "the publication guard was not granted in time");
+  return classify(error);
+}
+
 /** Turns driver errors into StoreErrors by SQLSTATE / error code, never by message text. */
 export function classify(error: unknown): Error {
   if (error instanceof StoreError) return error;
@@ -145,7 +150,7 @@ export class PostgresStore implements Store {
     } catch (error) {
       await connection.unsafe("reset lock_timeout").catch(() => {});
       connection.release();
-      throw classify(error);
+      throw guardError(error);
     }
     let released = false;
     return async () => {
@@ -178,7 +183,7 @@ export class PostgresStore implements Store {
       await unlock();
       await connection.unsafe("reset lock_timeout").catch(() => {});
       connection.release();
-      throw classify(error);
+      throw guardError(error);
     }
     let released = false;
     return async () => {
@@ -202,7 +207,12 @@ export class PostgresStore implements Store {
       inTransaction(sql, async () => {
         if (options.exclusiveGuard) {
           await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
-          await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
+          try {
+            await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
+          } catch (error) {
+            if ((error as { code?: string }).code === "55P03") throw new StoreError("guard_timeout", "the installation publication guard was not granted in time");
+            throw error;
+          }
           await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
         }
         const steps = op();

@@ -29,7 +29,7 @@ describe("the in-process publication guard", () => {
   test("a request not granted within its bound fails with a timeout and leaves the lock usable", async () => {
     const lock = new RwLock();
     const held = await lock.acquireShared("i", 100);
-    await expect(lock.acquireExclusive("i", 30)).rejects.toMatchObject({ code: "timeout" });
+    await expect(lock.acquireExclusive("i", 30)).rejects.toMatchObject({ code: "guard_timeout" });
     held();
     (await lock.acquireExclusive("i", 30))();
   });

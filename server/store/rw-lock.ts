@@ -49,7 +49,7 @@ export class RwLock {
       const timer = setTimeout(() => {
         state.queue.splice(state.queue.indexOf(waiter), 1);
         this.drain(key, state);
-        reject(new StoreError("timeout", "the installation publication guard was not granted in time"));
+        reject(new StoreError("guard_timeout", "the publication guard was not granted in time"));
       }, timeoutMs);
       state.queue.push(waiter);
     });

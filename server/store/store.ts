@@ -36,7 +36,8 @@ export type MigrationReport = { readonly applied: readonly string[]; readonly he
 export class StoreError extends Error {
   override readonly name = "StoreError";
   constructor(
-    readonly code: "unreachable" | "unmigrated" | "incompatible" | "missing_file" | "migration_failed" | "timeout",
+    /** guard_timeout: an installation or head publication guard was not granted within its bound (not a database fault). */
+    readonly code: "unreachable" | "unmigrated" | "incompatible" | "missing_file" | "migration_failed" | "timeout" | "guard_timeout",
     message: string,
   ) {
     super(message);
