@@ -86,7 +86,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     ...(worker ? { onQueued: () => worker.wake() } : {}),
   };
   const health: HealthSources = { config, store, credentials: probe, worker, reconciler: null };
-  const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook });
+  const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
   const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
