@@ -2,7 +2,7 @@
 // whole state lives in the URL fragment; nothing is sent anywhere.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { CODEOWNERS_LOCATIONS, type CodeownersLocation, type Evidence } from "../../server/evaluation/evidence.ts";
-import { decodeState, encodeState } from "./codec.ts";
+import { decodeState } from "./codec.ts";
 import { DirectoryInputs } from "./directory-inputs.tsx";
 import { ExplanationView } from "./explanation.tsx";
 import { LineEditor } from "./line-editor.tsx";
@@ -12,7 +12,7 @@ import { DEFAULT_SCENARIO, SCENARIOS } from "./scenarios.ts";
 import { codeownersFile, fileText, foundFile, withCodeownersAt, type PlaygroundState } from "./state.ts";
 import { useExplanation } from "./use-explanation.ts";
 
-const FRAGMENT_DELAY_MS = 400;
+const FRAGMENT_DELAY_MS = 50;
 
 function PolicyInput(props: { id: string; name: string; read: Evidence["repositoryPolicy"]; path: string; errors: readonly { location: string; message: string }[]; onChange: (read: Evidence["repositoryPolicy"]) => void; absentMeans: string }) {
   const present = props.read.kind !== "missing";
@@ -51,7 +51,7 @@ export function App() {
   const [link, setLink] = useState("");
   const [loaded, setLoaded] = useState(false);
   const written = useRef<string>("");
-  const { explanation, error, latency, busy } = useExplanation(state, query);
+  const { explanation, error, latency, busy, fragment, revision } = useExplanation(state, query);
 
   // Load the state from the fragment (a shared link), then keep the fragment in step with every edit.
   useEffect(() => {
@@ -72,20 +72,14 @@ export function App() {
     return () => window.removeEventListener("hashchange", apply);
   }, []);
   useEffect(() => {
-    if (!loaded) return;
-    let cancelled = false;
-    const timer = setTimeout(async () => {
-      const encoded = await encodeState(state);
-      if (cancelled) return;
-      written.current = encoded;
-      window.history.replaceState(null, "", `#${encoded}`);
+    if (!loaded || fragment === null) return;
+    const timer = setTimeout(() => {
+      written.current = fragment;
+      window.history.replaceState(null, "", `#${fragment}`);
       setLink(window.location.href);
     }, FRAGMENT_DELAY_MS);
-    return () => {
-      cancelled = true;
-      clearTimeout(timer);
-    };
-  }, [state, loaded]);
+    return () => clearTimeout(timer);
+  }, [fragment, loaded]);
 
   const update = useCallback((change: (evidence: Evidence) => Evidence) => setState((s) => ({ ...s, evidence: change(s.evidence) })), []);
   const showLine = useCallback((line: number) => setHighlight((h) => ({ line, n: (h?.n ?? 0) + 1 })), []);
@@ -165,7 +159,7 @@ export function App() {
                 {explanation.codeowners.errorCount > explanation.codeowners.errors.length ? <li>and {explanation.codeowners.errorCount - explanation.codeowners.errors.length} more</li> : null}
               </ul>
             ) : null}
-            <p className="hint">{explanation?.codeowners.rules ?? 0} rules. Last matching rule wins; a rule with no owners makes paths unowned.</p>
+            <p className="hint" data-testid="rule-count">{explanation?.codeowners.rules ?? 0} rules. Last matching rule wins; a rule with no owners makes paths unowned.</p>
           </section>
 
           <section aria-labelledby="h-policies">
@@ -238,8 +232,8 @@ export function App() {
           <h2>Decision</h2>
           {error !== null ? <p className="notice" role="alert">The engine failed on this input: {error}</p> : null}
           {explanation !== null ? <ExplanationView explanation={explanation} onLine={showLine} /> : <p>Evaluating…</p>}
-          <p className="muted timing" data-testid="timing" data-busy={busy ? "true" : "false"}>
-            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
+          <p className="muted timing" data-testid="timing" data-busy={busy ? "true" : "false"} data-revision={revision}>
+            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms (engine ${explanation.phases.evaluate.toFixed(0)} ms, page extras ${explanation.phases.extras.toFixed(0)} ms)${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
           </p>
         </div>
       </main>

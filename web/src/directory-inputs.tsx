@@ -2,7 +2,7 @@
 // (visibility, repository write access, memberships) and Apps (ID by slug, bot account ID). Each value can also be a 404
 // (not eligible) or incomplete, exactly as the fetcher would record it.
 import type { DirectoryFacts, Evidence, Lookup, LookupPlan } from "../../server/evaluation/index.ts";
-import { useState } from "react";
+import { memo, useState } from "react";
 import { DraftInput, NumberInput } from "./draft-field.tsx";
 import { formatMemberships, lookupFromWord, lookupWord, parseMemberships } from "./state.ts";
 
@@ -66,7 +66,14 @@ export function addMissingFacts(evidence: Evidence, plan: LookupPlan): Evidence 
   return { ...evidence, directory: { collaborators, organizationMemberships: memberships, teams, apps, botUsers } };
 }
 
-export function DirectoryInputs({ evidence, plan, update }: { evidence: Evidence; plan: LookupPlan | null; update: Update }) {
+type Props = { evidence: Evidence; plan: LookupPlan | null; update: Update };
+
+export const DirectoryInputs = memo(
+  DirectoryInputsView,
+  (a: Props, b: Props) => a.evidence.directory === b.evidence.directory && a.evidence.repository === b.evidence.repository && a.plan === b.plan && a.update === b.update,
+);
+
+function DirectoryInputsView({ evidence, plan, update }: Props) {
   const d = evidence.directory;
   const setDirectory = (change: (directory: DirectoryFacts) => DirectoryFacts) => update((e) => ({ ...e, directory: change(e.directory) }));
   const users = [...new Set([...Object.keys(d.collaborators), ...Object.keys(d.organizationMemberships)])];
@@ -164,7 +171,11 @@ export function DirectoryInputs({ evidence, plan, update }: { evidence: Evidence
         apps: { ...x.apps, [slug]: { kind: "found", value: { id: 1, slug } } },
         botUsers: { ...x.botUsers, [`${slug}[bot]`]: { kind: "found", value: { id: 1, login: `${slug}[bot]`, type: "Bot" } } },
       }))} />
-      <button type="button" disabled={plan === null} onClick={() => plan !== null && update((e) => addMissingFacts(e, plan))}>Add the facts this evaluation still needs (as 404)</button>
+      {plan !== null ? (
+        <button type="button" onClick={() => update((e) => addMissingFacts(e, plan))}>Add the facts this evaluation still needs (as 404)</button>
+      ) : (
+        <p className="hint">Every directory fact this evaluation reads is present.</p>
+      )}
     </>
   );
 }

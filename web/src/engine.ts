@@ -9,8 +9,8 @@ import { compilePattern, type CompiledPattern } from "../../server/policy/patter
 import { parseOrganizationPolicy, parseRepositoryPolicy, type PolicyError } from "../../server/policy/policy-files.ts";
 import { codeownersFile, type PlaygroundState } from "./state.ts";
 
-/** Paths listed per owner set in the page before "and N more" (the check output itself lists 20). */
-export const MAX_LISTED_PATHS = 200;
+/** Paths listed per owner set in the page before "and N more", as in the check output (MAX_RENDERED_PATHS_PER_SET). */
+export const MAX_LISTED_PATHS = 20;
 /** CODEOWNERS errors shown beside the editor. */
 export const MAX_SHOWN_ERRORS = 500;
 
@@ -32,10 +32,17 @@ export interface Explanation {
   readonly organizationPolicyErrors: readonly PolicyError[];
   /** Per owner set (same order as decision.ownerSets), its first MAX_LISTED_PATHS paths with their owning line. */
   readonly setPaths: readonly (readonly PathOwnership[])[];
+  /** Per owner set, a hash of everything shown for it: the page re-renders only the sets whose content changed. */
+  readonly setFingerprints: readonly string[];
   readonly query: PathOwnership | null;
-  /** The directory facts this evaluation reads (planLookups), so the page can add the ones the evidence lacks. */
-  readonly plan: LookupPlan;
+  /**
+   * The directory facts this evaluation reads (planLookups), so the page can add the ones the evidence lacks. Only computed
+   * when some owner set has unresolved facts: planLookups analyses the pull request again, which costs as much as evaluate().
+   */
+  readonly plan: LookupPlan | null;
   readonly milliseconds: number;
+  /** Where the time went: evaluate() with renderCheck(), and the page's extras (line lookups, policy errors, plan). */
+  readonly phases: { readonly evaluate: number; readonly extras: number };
 }
 
 // The worker keeps the last parse: typing in another field does not re-parse a 10,000-rule file for the line lookups.
@@ -66,10 +73,21 @@ function nonDelegableRules(state: PlaygroundState): { pattern: CompiledPattern; 
   return rules;
 }
 
+/** FNV-1a, 32 bits, as hex: a change detector for rendering, not a security measure. */
+function fingerprint(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16);
+}
+
 export function explain(state: PlaygroundState, query: string): Explanation {
   const started = performance.now();
   const decision = evaluate(state.evidence, state.settings);
   const check = renderCheck(decision);
+  const evaluated = performance.now();
   const file = codeownersFile(state.evidence);
   const cached = file !== null && file.read.kind === "found" ? parsed(file.read.text) : null;
   const codeowners = cached?.codeowners ?? null;
@@ -91,7 +109,8 @@ export function explain(state: PlaygroundState, query: string): Explanation {
   const org = state.evidence.organizationPolicy;
   const repoParsed = repo.kind === "found" ? parseRepositoryPolicy(repo.text) : null;
   const orgParsed = org.kind === "found" ? parseOrganizationPolicy(org.text) : null;
-  return {
+  const setPaths = decision.ownerSets.map((set) => set.paths.slice(0, MAX_LISTED_PATHS).map(ownership));
+  const result: Omit<Explanation, "milliseconds" | "phases"> = {
     decision,
     check,
     codeowners: {
@@ -102,9 +121,11 @@ export function explain(state: PlaygroundState, query: string): Explanation {
     },
     repositoryPolicyErrors: repoParsed?.kind === "invalid" ? repoParsed.errors : [],
     organizationPolicyErrors: orgParsed?.kind === "invalid" ? orgParsed.errors : [],
-    setPaths: decision.ownerSets.map((set) => set.paths.slice(0, MAX_LISTED_PATHS).map(ownership)),
+    setPaths,
+    setFingerprints: decision.ownerSets.map((set, index) => fingerprint(JSON.stringify([set, setPaths[index]]))),
     query: query.trim() === "" ? null : ownership(query.trim()),
-    plan: planLookups(state.evidence, state.settings),
-    milliseconds: performance.now() - started,
+    plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings) : null,
   };
+  const finished = performance.now();
+  return { ...result, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: finished - evaluated } };
 }

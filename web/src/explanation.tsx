@@ -1,7 +1,7 @@
 // The explanation, rendered from the Decision (never re-derived): conclusion, the check run as the forge shows it, every
 // owner set with its paths and owning lines, approvals and why other reviews did not count, suggested reviewers and every
 // fail-closed reason.
-import { useState } from "react";
+import { memo, useState } from "react";
 import type { OwnerSetResult, Text } from "../../server/evaluation/index.ts";
 import type { Explanation, PathOwnership } from "./engine.ts";
 import { Markdown } from "./markdown.tsx";
@@ -21,7 +21,11 @@ function LineLink({ ownership, onLine }: { ownership: PathOwnership; onLine: (li
   );
 }
 
-function OwnerSet({ set, index, paths, onLine }: { set: OwnerSetResult; index: number; paths: readonly PathOwnership[]; onLine: (line: number) => void }) {
+type OwnerSetProps = { set: OwnerSetResult; index: number; paths: readonly PathOwnership[]; fingerprint: string; onLine: (line: number) => void };
+
+const OwnerSet = memo(OwnerSetView, (a: OwnerSetProps, b: OwnerSetProps) => a.fingerprint === b.fingerprint && a.index === b.index && a.onLine === b.onLine);
+
+function OwnerSetView({ set, index, paths, onLine }: OwnerSetProps) {
   const nonDelegable = new Set(set.nonDelegablePaths);
   return (
     <section className={`owner-set status-${set.status}`} aria-label={`Owner set ${index + 1}`} data-testid="owner-set">
@@ -49,7 +53,7 @@ function OwnerSet({ set, index, paths, onLine }: { set: OwnerSetResult; index: n
           ))}
         </tbody>
       </table>
-      {set.paths.length > paths.length ? <p className="muted">and {set.paths.length - paths.length} more paths</p> : null}
+      {set.paths.length > paths.length ? <p className="muted">and {set.paths.length - paths.length} more paths (ask “Who owns this path?” about any of them)</p> : null}
       {set.counted.length > 0 ? (
         <>
           <h5>Approvals counted</h5>
@@ -83,7 +87,7 @@ function OwnerSet({ set, index, paths, onLine }: { set: OwnerSetResult; index: n
   );
 }
 
-export function ExplanationView({ explanation, onLine }: { explanation: Explanation; onLine: (line: number) => void }) {
+export const ExplanationView = memo(function ExplanationView({ explanation, onLine }: { explanation: Explanation; onLine: (line: number) => void }) {
   const { decision, check } = explanation;
   const [raw, setRaw] = useState(false);
   const verdict = decision.kind === "conclusive" ? decision.conclusion! : decision.kind === "retry" ? "retry" : "not enabled";
@@ -121,7 +125,7 @@ export function ExplanationView({ explanation, onLine }: { explanation: Explanat
         <section aria-label="Owner sets">
           <h3>Owner sets ({decision.ownerSets.length}); unowned changed paths: {decision.unownedPathCount}</h3>
           {decision.ownerSets.slice(0, 100).map((set, index) => (
-            <OwnerSet key={set.owners.join(" ")} set={set} index={index} paths={explanation.setPaths[index] ?? []} onLine={onLine} />
+            <OwnerSet key={set.owners.join(" ")} set={set} index={index} paths={explanation.setPaths[index] ?? []} fingerprint={explanation.setFingerprints[index] ?? ""} onLine={onLine} />
           ))}
           {decision.ownerSets.length > 100 ? <p className="muted">and {decision.ownerSets.length - 100} more owner sets</p> : null}
         </section>
@@ -149,4 +153,4 @@ export function ExplanationView({ explanation, onLine }: { explanation: Explanat
       </section>
     </div>
   );
-}
+});

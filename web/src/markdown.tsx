@@ -1,7 +1,7 @@
 // Renders the check output's Markdown as the forge would show it, for the subset renderCheck() writes: `###` headings,
 // `**bold**` lines, `- ` and `  - ` lists, `_italic_`, backslash escapes and `<code>` with HTML-escaped content. Builds React
 // elements (never innerHTML), so nothing in the evidence can inject markup into the page.
-import type { ReactNode } from "react";
+import { memo, type ReactNode } from "react";
 
 const ENTITIES: Record<string, string> = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'" };
 const unescapeHtml = (text: string) => text.replace(/&(amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity]!);
@@ -31,7 +31,7 @@ function inline(text: string, key: string): ReactNode[] {
   return nodes;
 }
 
-export function Markdown({ source }: { source: string }) {
+export const Markdown = memo(function Markdown({ source }: { source: string }) {
   const blocks: ReactNode[] = [];
   let list: { item: ReactNode[]; children: ReactNode[] }[] | null = null;
   const flush = (key: string) => {
@@ -66,4 +66,4 @@ export function Markdown({ source }: { source: string }) {
   });
   flush("end");
   return <div className="markdown">{blocks}</div>;
-}
+});

@@ -1,4 +1,5 @@
 // Pull-request inputs: the pull request's facts, its changed files (with renames) and its reviews in forge order.
+import { memo } from "react";
 import type { ChangedFile, Evidence, Review } from "../../server/evaluation/index.ts";
 import { DraftInput, DraftTextArea, NumberInput } from "./draft-field.tsx";
 import { formatFiles, parseFiles } from "./state.ts";
@@ -86,7 +87,13 @@ export function PullRequestInputs({ evidence, update }: { evidence: Evidence; up
   );
 }
 
-export function FilesInput({ evidence, update }: { evidence: Evidence; update: Update }) {
+type Props = { evidence: Evidence; update: Update };
+
+// Memoised on the fields they show: a keystroke in the CODEOWNERS editor must not re-render 3,000 file lines.
+export const FilesInput = memo(FilesInputView, (a: Props, b: Props) => a.evidence.files === b.evidence.files && a.update === b.update);
+export const ReviewsInput = memo(ReviewsInputView, (a: Props, b: Props) => a.evidence.reviews === b.evidence.reviews && a.evidence.pullRequest.headSha === b.evidence.pullRequest.headSha && a.update === b.update);
+
+function FilesInputView({ evidence, update }: Props) {
   const files = evidence.files;
   if (!files.complete) {
     return (
@@ -115,7 +122,7 @@ export function FilesInput({ evidence, update }: { evidence: Evidence; update: U
 const REVIEW_STATES = ["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"];
 const OLDER_COMMIT = "0123456789abcdef0123456789abcdef01234567";
 
-export function ReviewsInput({ evidence, update }: { evidence: Evidence; update: Update }) {
+function ReviewsInputView({ evidence, update }: Props) {
   const reviews = evidence.reviews;
   if (!reviews.complete) {
     return (
