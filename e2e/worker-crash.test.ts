@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createScenario, generateAppKeys } from "./forge/scenario.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "./forge/scenario.ts";
 import { startForgeSimulator } from "./forge/simulator.ts";
 import { ensureBinary, runBinary, startBinary } from "./support/binary.ts";
 import { BACKENDS, createTestDatabase } from "./support/databases.ts";
@@ -23,13 +23,7 @@ describe.each(BACKENDS)("crash recovery on %s", (backend) => {
     const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
     const database = await createTestDatabase(backend);
     try {
-      const createApp = sim.control.createApp.bind(sim.control);
-      let ours = true;
-      sim.control.createApp = (a) => {
-        const app = createApp(ours ? a : { ...a, webhookUrl: a.webhookUrl ?? "http://127.0.0.1:9/bot" });
-        ours = false;
-        return app;
-      };
+      onlyFirstAppReceivesWebhooks(sim);
       const scenario = await createScenario(sim, { keys });
       writeFileSync(join(dir, `${backend}-key.pem`), keys.privateKey);
       writeFileSync(join(dir, `${backend}-secret`), WEBHOOK_SECRET);
@@ -77,13 +71,7 @@ describe.each(BACKENDS)("graceful shutdown on %s", (backend) => {
     const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
     const database = await createTestDatabase(backend);
     try {
-      const createApp = sim.control.createApp.bind(sim.control);
-      let ours = true;
-      sim.control.createApp = (a) => {
-        const app = createApp(ours ? a : { ...a, webhookUrl: a.webhookUrl ?? "http://127.0.0.1:9/bot" });
-        ours = false;
-        return app;
-      };
+      onlyFirstAppReceivesWebhooks(sim);
       const scenario = await createScenario(sim, { keys });
       writeFileSync(join(dir, `${backend}-term-key.pem`), keys.privateKey);
       writeFileSync(join(dir, `${backend}-term-secret`), WEBHOOK_SECRET);

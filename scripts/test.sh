@@ -30,6 +30,11 @@ echo "test PostgreSQL cluster: $TEST_POSTGRES_URL"
 bun run build || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0; failed=0; status=0
+# The whole project type-checks (strict), counted as one test.
+if [ $# -eq 0 ]; then
+  if bun x tsc --noEmit -p . > "$work/tsc.log" 2>&1; then passed=$((passed + 1)); echo "(pass) the project type-checks (tsc --noEmit, strict)";
+  else failed=$((failed + 1)); status=1; cat "$work/tsc.log"; echo "(fail) the project type-checks (tsc --noEmit, strict)"; fi
+fi
 log="$work/bun-test.log"
 bun test "$@" 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}
 p=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | tr -dc 0-9); f=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | tr -dc 0-9)

@@ -67,7 +67,7 @@ const bodyBytes = signedDelivery(SECRET, "pull_request", "x", payload).body.byte
 let sequence = 0;
 const send = async () => {
   const delivery = signedDelivery(SECRET, "pull_request", `bench-${process.pid}-${sequence++}`, payload);
-  const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers: delivery.headers, body: delivery.body });
+  const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers: delivery.headers, body: delivery.body as BodyInit });
   if (response.status !== 202) throw new Error(`unexpected ${response.status}`);
   await response.arrayBuffer();
 };

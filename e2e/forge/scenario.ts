@@ -78,3 +78,21 @@ export function mintAppJwt(appId: number, privateKey: string, nowSeconds = Math.
   const head = `${enc({ alg: "RS256", typ: "JWT" })}.${enc({ iat: nowSeconds - 30, exp: nowSeconds + 570, iss: appId })}`;
   return `${head}.${createSign("RSA-SHA256").update(head).sign(privateKey).toString("base64url")}`;
 }
+
+/**
+ * On a forge each App has its own webhook URL. The simulator's default target would send every App's deliveries to the
+ * service under test, so Apps created after the first (ours) get an unreachable URL of their own unless they name one.
+ * `onFirst` is told about our App once it exists.
+ */
+export function onlyFirstAppReceivesWebhooks(sim: ForgeSimulator, onFirst?: (app: { id: number }) => void): void {
+  const createApp = sim.control.createApp.bind(sim.control);
+  let first = true;
+  sim.control.createApp = (args) => {
+    const app = createApp(first ? args : { ...args, webhookUrl: args.webhookUrl ?? "http://127.0.0.1:9/another-app" });
+    if (first) {
+      first = false;
+      onFirst?.(app);
+    }
+    return app;
+  };
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, type Scenario } from "../forge/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
 import { loadConfig } from "../../server/config/index.ts";
 import { type RunningService, startService } from "../../server/commands/serve.ts";
@@ -40,14 +40,8 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, wha
 export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}, options: { replicas?: number } = {}): Promise<ServiceHarness> {
   const keys = generateAppKeys();
   const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
-  // Each App has its own webhook URL on the forge; until the service runs, deliveries to ours are lost (as on a real forge).
-  const originalCreateApp = sim.control.createApp.bind(sim.control);
-  let first = true;
-  sim.control.createApp = (args) => {
-    const app = originalCreateApp(first ? args : { ...args, webhookUrl: args.webhookUrl ?? "http://127.0.0.1:9/another-app" });
-    first = false;
-    return app;
-  };
+  // Until the service runs, deliveries to our App are lost (as on a real forge).
+  onlyFirstAppReceivesWebhooks(sim);
   const scenario = await createScenario(sim, { keys });
   const dir = mkdtempSync(join(tmpdir(), "svc-int-"));
   writeFileSync(join(dir, "key.pem"), keys.privateKey);

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { createScenario, generateAppKeys } from "../../e2e/forge/scenario.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "../../e2e/forge/scenario.ts";
 import { startForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { loadConfig } from "../config/index.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -28,14 +28,7 @@ export async function runDemo(args: string[], env: Record<string, string | undef
   chmodSync(dir, 0o700);
 
   const sim = startForgeSimulator({ webhookSecret: secret });
-  // Only our App's deliveries go to the service; the simulator's other App (a review bot) has its own, unreachable, endpoint.
-  const createApp = sim.control.createApp.bind(sim.control);
-  let ours = true;
-  sim.control.createApp = (a) => {
-    const app = createApp(ours ? a : { ...a, webhookUrl: a.webhookUrl ?? "http://127.0.0.1:9/bot" });
-    ours = false;
-    return app;
-  };
+  onlyFirstAppReceivesWebhooks(sim);
   let service: RunningService | null = null;
   const stopAll = async () => {
     await service?.stop().catch(() => {});

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
 import { BACKENDS } from "../../e2e/support/databases.ts";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { pullRequestEvent } from "../../e2e/support/payloads.ts";
 import { createForgeClient } from "../forge/index.ts";
@@ -38,19 +38,11 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     sim = startForgeSimulator({ webhookUrl: `http://127.0.0.1:${server.port}/webhooks/forge`, webhookSecret: SECRET });
     // The App ID is known once the scenario made the App: wire the evaluator before the first pull request is opened.
     const forgeFor = (appId: number) => createForgeClient({ apiUrl: sim.url, appId, privateKey: keys.privateKey, requestTimeoutMs: 5_000, checkName: "Service / approval", logger: pino({ level: "silent" }) });
-    const original = sim.control.createApp.bind(sim.control);
-    let first = true;
-    sim.control.createApp = (args) => {
-      // Each App has its own webhook URL on the forge: only our App's deliveries reach this service.
-      const app = original(first ? args : { ...args, webhookUrl: args.webhookUrl ?? "http://127.0.0.1:9/another-app" });
-      if (first) {
-        first = false;
-        const mutable = h.deps as { fastPath: FastPathDeps; mapping: { organizationPolicyRepository: string; checkName: string; appId: number | null } };
-        mutable.fastPath = { forge: forgeFor(app.id), store: h.store, policyPath: POLICY_PATH, now: () => Date.now(), guardTimeoutMs: 2_000 };
-        mutable.mapping = { ...mutable.mapping, appId: app.id };
-      }
-      return app;
-    };
+    onlyFirstAppReceivesWebhooks(sim, (app) => {
+      const mutable = h.deps as { fastPath: FastPathDeps; mapping: { organizationPolicyRepository: string; checkName: string; appId: number | null } };
+      mutable.fastPath = { forge: forgeFor(app.id), store: h.store, policyPath: POLICY_PATH, now: () => Date.now(), guardTimeoutMs: 2_000 };
+      mutable.mapping = { ...mutable.mapping, appId: app.id };
+    });
     scenario = await createScenario(sim, { keys });
   }
   const checks = (headSha: string) => sim.control.checkRuns({ owner: "acme", repo: "web", headSha });

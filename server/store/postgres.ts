@@ -142,42 +142,34 @@ export class PostgresStore implements Store {
   }
 
   async acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>> {
-    const connection = await acquire(this.sql);
-    try {
-      await connection.unsafe(`set lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-      await connection.unsafe("select pg_advisory_lock_shared($1::bigint)", [publicationGuardKey(installationId)]);
-      await connection.unsafe("reset lock_timeout");
-    } catch (error) {
-      await connection.unsafe("reset lock_timeout").catch(() => {});
-      connection.release();
-      throw guardError(error);
-    }
-    let released = false;
-    return async () => {
-      if (released) return;
-      released = true;
-      // Unlock on the same session before the connection returns to the pool (RECIPES 5).
-      await connection.unsafe("select pg_advisory_unlock_shared($1::bigint)", [publicationGuardKey(installationId)]).catch(() => {});
-      connection.release();
-    };
+    return this.holdAdvisoryLocks([{ key: publicationGuardKey(installationId), shared: true }], timeoutMs);
   }
 
   async acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>> {
+    return this.holdAdvisoryLocks(
+      [{ key: publicationGuardKey(installationId), shared: true }, { key: headGuardKey(installationId, repositoryId, headSha), shared: false }],
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Session advisory locks taken in order on one reserved connection, each waited for at most timeoutMs; resolves to a
+   * release that unlocks them in reverse order on the same session before the connection returns to the pool (RECIPES 5).
+   */
+  private async holdAdvisoryLocks(locks: readonly { key: string; shared: boolean }[], timeoutMs: number): Promise<() => Promise<void>> {
     const connection = await acquire(this.sql);
-    const installationKey = publicationGuardKey(installationId);
-    const headKey = headGuardKey(installationId, repositoryId, headSha);
-    let held = 0;
+    const held: typeof locks[number][] = [];
     const unlock = async () => {
-      if (held >= 2) await connection.unsafe("select pg_advisory_unlock($1::bigint)", [headKey]).catch(() => {});
-      if (held >= 1) await connection.unsafe("select pg_advisory_unlock_shared($1::bigint)", [installationKey]).catch(() => {});
-      held = 0;
+      for (const lock of held.splice(0).reverse()) {
+        await connection.unsafe(`select ${lock.shared ? "pg_advisory_unlock_shared" : "pg_advisory_unlock"}($1::bigint)`, [lock.key]).catch(() => {});
+      }
     };
     try {
       await connection.unsafe(`set lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-      await connection.unsafe("select pg_advisory_lock_shared($1::bigint)", [installationKey]);
-      held = 1;
-      await connection.unsafe("select pg_advisory_lock($1::bigint)", [headKey]);
-      held = 2;
+      for (const lock of locks) {
+        await connection.unsafe(`select ${lock.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock"}($1::bigint)`, [lock.key]);
+        held.push(lock);
+      }
       await connection.unsafe("reset lock_timeout");
     } catch (error) {
       await unlock();
