@@ -136,12 +136,15 @@ describe("postgresql specifics", () => {
     }
   });
 
-  test("sessions pin the search path to public and bound ordinary statements to 3 seconds", async () => {
+  test("sessions pin the search path to public, bound ordinary statements to 3 seconds and never use GSS encryption", async () => {
     const database = await createTestDatabase("postgresql");
     const store = openStore(database.target) as PostgresStore;
     try {
       const [row] = await store.sql`select current_setting('search_path') as path, current_setting('statement_timeout') as timeout`;
       expect(row).toEqual({ path: "public", timeout: "3s" });
+      // GSS encryption is never negotiated (postgres.js sends no GSSENCRequest).
+      const [gss] = await store.sql`select encrypted from pg_stat_gssapi where pid = pg_backend_pid()`;
+      expect(gss?.encrypted).toBe(false);
     } finally {
       await store.close();
       await database.drop();
