@@ -20,9 +20,22 @@ if [ ${#missing[@]} -gt 0 ]; then
     || { echo "could not install ${missing[*]}"; echo "0 passed, 1 failed"; exit 1; }
 fi
 
+# The container test (e2e/container) builds and runs the image with podman, runc and a debootstrap-made base (RECIPES 12).
+# Installed only as root with apt; when they cannot be installed the test skips and prints why.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  container_tools=()
+  for tool in podman runc debootstrap; do [ -n "$(PATH="$PATH:/usr/sbin:/sbin" type -P "$tool")" ] || container_tools+=("$tool"); done
+  if [ ${#container_tools[@]} -gt 0 ]; then
+    echo "installing Debian packages for the container test: ${container_tools[*]}"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${container_tools[@]}" >/dev/null; } \
+      || echo "could not install ${container_tools[*]}: the container test will be skipped"
+  fi
+fi
+
 work=$(mktemp -d /tmp/svc-test.XXXXXX)
 cleanup() { scripts/pg-cluster.sh stop "$work/pg" >/dev/null 2>&1; rm -rf "$work"; }
 trap cleanup EXIT
+export TEST_CONTAINER_CACHE="$work/container-cache"   # the debootstrap base image, made once per run
 cluster_env=$(scripts/pg-cluster.sh start "$work/pg") || { echo "could not start the test PostgreSQL cluster"; echo "0 passed, 1 failed"; exit 1; }
 eval "$cluster_env"
 echo "test PostgreSQL cluster: $TEST_POSTGRES_URL"
