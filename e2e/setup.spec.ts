@@ -150,6 +150,8 @@ test("restarted with the credentials, the service is ready and that App publishe
   service = null;
   const secrets = [created.code, created.state, ...created.state.split("."), created.webhookSecret, created.clientSecret, created.clientId, ...created.pem.split("\n").filter((l) => l.length > 20)];
   expect(setupOutput).toContain('"msg":"listening"');
+  // Each callback left one fixed outcome word, and nothing else about the request.
+  for (const word of ["exchange_ok", "exchange_rejected", "state_expired", "state_signature"]) expect(setupOutput).toContain(`"setup_callback":"${word}"`);
   for (const secret of secrets) expect(setupOutput).not.toContain(secret);
 
   // The files and settings the callback page described.
