@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { all, openStore } from "../server/store/index.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
 
@@ -37,6 +38,17 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     const completed = h.transitions.filter((t) => t.status === "completed").map((t) => t.conclusion);
     expect(completed).toContain("success");
     expect(completed).toContain("failure");
+    // Every published conclusion has an audit row with identifiers and outcome only.
+    const store = openStore(h.database.target);
+    try {
+      const audit = await store.execute(function* () { return yield* all<{ kind: string; outcome: string; head_sha: string; detail: unknown }>("select kind, outcome, head_sha, detail from audit_events where kind = 'conclusion' order by id"); });
+      expect(audit.map((a) => a.outcome)).toEqual(completed);
+      expect(audit.map((a) => a.head_sha)).toContain(head2);
+      const text = JSON.stringify(audit);
+      for (const leaked of ["alice", "bob", "erin", "Feature", "BEGIN", "token"]) expect(text).not.toContain(leaked);
+    } finally {
+      await store.close();
+    }
   }, 60_000);
 
   test("an approval of an older head does not count for the new head", async () => {
