@@ -38,6 +38,13 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     const completed = h.transitions.filter((t) => t.status === "completed").map((t) => t.conclusion);
     expect(completed).toContain("success");
     expect(completed).toContain("failure");
+    // Metrics: conclusions counted; the queue drains; no label carries a repository, actor or path.
+    await Bun.sleep(200);
+    const metrics = await (await fetch(`${h.service.url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^service_evaluations_total\\{conclusion="success"\\} ${completed.filter((c) => c === "success").length}$`, "m"));
+    expect(metrics).toMatch(/^service_queue_depth 0$/m);
+    expect(metrics).toMatch(/^service_evaluation_seconds_count [1-9]/m);
+    for (const leaked of ["acme", "alice", "src/", head1]) expect(metrics).not.toContain(leaked);
     // Every published conclusion has an audit row with identifiers and outcome only.
     const store = openStore(h.database.target);
     try {
