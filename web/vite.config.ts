@@ -13,7 +13,7 @@ const serverDir = resolve(here, "..", "server");
 const PURE_FOLDERS = ["policy", "evaluation"].map((folder) => resolve(serverDir, folder) + sep);
 const CORE_PACKAGES = ["smol-toml", "@sinclair/typebox"];
 
-function pureCore(): Plugin {
+export function pureCore(): Plugin {
   return {
     name: "pure-core",
     enforce: "pre",
