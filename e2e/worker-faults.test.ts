@@ -60,6 +60,22 @@ describe.each(BACKENDS)("worker under races and faults on %s", (backend) => {
     await h.waitForCheck(head, { status: "completed", conclusion: "success" });
   }, 60_000);
 
+  test("a failed fast path leaves the invalidation to the worker, which counts each attempt's outcome", async () => {
+    h = await startServiceHarness(backend);
+    const pr = prOf(h);
+    // The fast path's pull-request read fails; the invalidation job's first check lookup is rate limited; then all is well.
+    h.sim.injectFault({ kind: "status", status: 502, path: `/repos/acme/web/pulls/${pr.number}`, times: 1 });
+    // (two uses: the fast path reads the check in parallel with the pull request and takes the first one)
+    h.sim.injectFault({ kind: "rate_limit", status: 403, resetInSeconds: 1, path: "/repos/acme/web/commits/[0-9a-f]+/check-runs", times: 2 });
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" }, 30_000);
+    const metrics = await (await fetch(`${h.service.url}/metrics`)).text();
+    const count = (outcome: string) => Number(metrics.match(new RegExp(`service_shared_head_invalidations_total\\{outcome="${outcome}"\\} (\\d+)`))?.[1] ?? -1);
+    expect(count("rate_limited")).toBeGreaterThanOrEqual(1);
+    expect(count("completed")).toBeGreaterThanOrEqual(1);
+    expect(metrics).toMatch(/^service_shared_head_invalidation_depth 0$/m);
+  }, 60_000);
+
   test("forge faults cause retries and never a false success", async () => {
     h = await startServiceHarness(backend);
     const pr = prOf(h);
