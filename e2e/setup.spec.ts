@@ -26,6 +26,7 @@ let page: Page;
 const dbEnv = () => ({ SERVICE_DATABASE_URL: `sqlite:${join(dir, "service.db")}`, SERVICE_LOG_LEVEL: "debug" });
 
 // What the administrator saw on the callback page, and the address it came back on.
+const otherSecrets: string[] = []; // of the second App (tampered-state test)
 const created = { appId: 0, slug: "", pem: "", webhookSecret: "", clientId: "", clientSecret: "", callbackUrl: "", code: "", state: "" };
 
 let external: string[] = [];
@@ -34,7 +35,7 @@ test.beforeAll(async ({ browser }) => {
   dir = mkdtempSync(join(tmpdir(), "svc-setup-"));
   const certs = makeCertificates(dir);
   sim = await startSimulator(certs.caFile);
-  await control(sim.url, "organizations", { login: "acme" });
+  for (const login of ["acme", "acme-labs"]) await control(sim.url, "organizations", { login });
   proxy = await startTlsProxy(certs);
   stateSecret = randomBytes(32).toString("base64url");
   writeFileSync(join(dir, "state-secret"), stateSecret, { mode: 0o400 });
@@ -128,12 +129,40 @@ test("an expired state shows a clear error page with status 400", async () => {
   await expect(page.getByRole("heading", { name: "Setup link expired" })).toBeVisible();
 });
 
-test("a tampered state shows a clear error page with status 400", async () => {
-  const [payload, signature] = created.state.split(".") as [string, string];
-  const tampered = `${payload}.${signature.slice(0, 4)}${signature[4] === "A" ? "B" : "A"}${signature.slice(5)}`;
-  const response = await page.goto(`${proxy.url}/setup/callback?${new URLSearchParams({ code: created.code, state: tampered })}`);
-  expect(response!.status()).toBe(400);
-  await expect(page.getByRole("heading", { name: "Invalid setup state" })).toBeVisible();
+test("a tampered state shows a clear error page with status 400, and its code is not used", async () => {
+  // A second App, for acme-labs: the forge's redirect is held back (Playwright routes only the first request of a redirect
+  // chain, so the "Create" post is fetched here without following it) so that the tampered address reaches the service first.
+  let held = "";
+  const confirm = (url: URL) => url.origin === sim.url && url.pathname === "/settings/apps/new/confirm";
+  await page.route(confirm, async (route) => {
+    const response = await route.fetch({ maxRedirects: 0 });
+    held = response.headers()["location"] ?? "";
+    await route.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>held</title><p>redirect held</p>" });
+  });
+  await page.goto(`${proxy.url}/setup?organization=acme-labs`);
+  await page.getByRole("button", { name: "Create App on the forge" }).click();
+  await page.getByRole("button", { name: "Create GitHub App for acme-labs" }).click();
+  await expect.poll(() => held).not.toBe("");
+  await page.unroute(confirm);
+  const genuine = new URL(held);
+  const [payload, signature] = genuine.searchParams.get("state")!.split(".") as [string, string];
+  for (const tampered of [
+    `${payload}.${signature.slice(0, 4)}${signature[4] === "A" ? "B" : "A"}${signature.slice(5)}`,
+    `${payload.slice(0, 4)}${payload[4] === "A" ? "B" : "A"}${payload.slice(5)}.${signature}`,
+  ]) {
+    const url = new URL(genuine);
+    url.searchParams.set("state", tampered);
+    const response = await page.goto(url.toString());
+    expect(response!.status()).toBe(400);
+    await expect(page.getByRole("heading", { name: "Invalid setup state" })).toBeVisible();
+  }
+  // The state was checked before any exchange: the genuine address still converts the (unused) code.
+  const response = await page.goto(held);
+  expect(response!.status()).toBe(200);
+  await expect(page.locator("#app-slug")).toHaveText("acme-labs-code-owner-approval");
+  const genuineState = genuine.searchParams.get("state")!;
+  otherSecrets.push(genuine.searchParams.get("code")!, genuineState, ...genuineState.split("."), (await page.locator("#webhook-secret").textContent())!,
+    (await page.locator("#client-secret").textContent())!, ...(await page.locator("#private-key").textContent())!.split("\n").filter((l) => l.length > 20));
 });
 
 test("a callback without code or state shows an error page with status 422", async () => {
@@ -152,7 +181,8 @@ test("restarted with the credentials, the service is ready and that App publishe
   expect(setupOutput).toContain('"msg":"listening"');
   // Each callback left one fixed outcome word, and nothing else about the request.
   for (const word of ["exchange_ok", "exchange_rejected", "state_expired", "state_signature"]) expect(setupOutput).toContain(`"setup_callback":"${word}"`);
-  for (const secret of secrets) expect(setupOutput).not.toContain(secret);
+  expect(otherSecrets.length).toBeGreaterThan(5);
+  for (const secret of [...secrets, ...otherSecrets]) expect(setupOutput).not.toContain(secret);
 
   // The files and settings the callback page described.
   writeFileSync(join(dir, "private-key.pem"), created.pem, { mode: 0o400 });
