@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /**
  * Webhook ingest benchmark (issue 5 item 8): signed ~25 KB pull_request deliveries POSTed to the compiled binary on
- * PostgreSQL at concurrency 1, 8 and 32, with the fast path talking to the forge simulator (in this process), worker off.
+ * PostgreSQL at concurrency 1, 8 and 32, with the fast path talking to the forge simulator (its own process), worker off.
  * Baseline in the same run: the raw PostgreSQL rate of a two-row insert transaction at the same concurrency (postgres.js).
  * Prints JSON. Needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster) and dist/service.
  */
@@ -9,13 +9,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { createScenario, generateAppKeys } from "../forge/scenario.ts";
-import { startForgeSimulator } from "../forge/simulator.ts";
+import { generateAppKeys } from "../forge/scenario.ts";
 import { ensureBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
 import { pullRequestEvent, signedDelivery } from "../support/payloads.ts";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
+/** Deliveries rotate over this many open pull requests (each its own head), as real traffic spreads over pull requests. */
+const PULL_REQUESTS = 64;
 const LEVELS = [
   { concurrency: 1, requests: 300 },
   { concurrency: 8, requests: 1200 },
@@ -46,11 +47,21 @@ async function drive(concurrency: number, total: number, once: (i: number) => Pr
 ensureBinary();
 const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
 const keys = generateAppKeys();
-const sim = startForgeSimulator({ webhookSecret: SECRET });
-const scenario = await createScenario(sim, { keys });
-const repositoryId = sim.control.mustRepo("acme", "web").id;
 writeFileSync(join(dir, "key.pem"), keys.privateKey);
 writeFileSync(join(dir, "secret"), SECRET);
+// The simulator runs as its own process so that its work does not compete with the load generator's event loop.
+const simulator = Bun.spawn([process.execPath, join(import.meta.dir, "..", "forge", "serve.ts"), "--seed", "--app-private-key-file", join(dir, "key.pem"), "--extra-pull-requests", String(PULL_REQUESTS - 1)], { stdout: "pipe", stderr: "inherit" });
+const reader = (simulator.stdout as ReadableStream<Uint8Array>).getReader();
+let line = "";
+while (!line.includes("\n")) {
+  const { value, done } = await reader.read();
+  if (done) throw new Error("the simulator exited");
+  line += new TextDecoder().decode(value);
+}
+const seeded = JSON.parse(line) as { url: string; appId: number; installationId: number; repositoryId: number; pullNumber: number; headSha: string; pulls: Array<{ number: number; headSha: string }> };
+const sim = { url: seeded.url, stop: async () => { simulator.kill("SIGTERM"); await simulator.exited; } };
+const scenario = seeded;
+const repositoryId = seeded.repositoryId;
 const database = await createTestDatabase("postgresql");
 const env = {
   SERVICE_DATABASE_URL: database.url, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
@@ -61,12 +72,15 @@ if (runBinary(["database", "migrate"], env).exitCode !== 0) throw new Error("mig
 const service = await startBinary(env);
 
 // ~25 KB: a realistic pull_request payload whose body text carries the bulk, as long descriptions do.
-const base = pullRequestEvent("synchronize", { repo: { id: repositoryId, owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
-const payload = { ...base, pull_request: { ...base.pull_request, body: "Lorem ipsum dolor sit amet. ".repeat(880) } };
-const bodyBytes = signedDelivery(SECRET, "pull_request", "x", payload).body.byteLength;
+const payloads = seeded.pulls.map((pull) => {
+  const base = pullRequestEvent("synchronize", { repo: { id: repositoryId, owner: "acme", name: "web" }, number: pull.number, headSha: pull.headSha, installationId: scenario.installationId });
+  return { ...base, pull_request: { ...base.pull_request, body: "Lorem ipsum dolor sit amet. ".repeat(880) } };
+});
+const bodyBytes = signedDelivery(SECRET, "pull_request", "x", payloads[0]).body.byteLength;
 let sequence = 0;
 const send = async () => {
-  const delivery = signedDelivery(SECRET, "pull_request", `bench-${process.pid}-${sequence++}`, payload);
+  const n = sequence++;
+  const delivery = signedDelivery(SECRET, "pull_request", `bench-${process.pid}-${n}`, payloads[n % payloads.length]);
   const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers: delivery.headers, body: delivery.body as BodyInit });
   if (response.status !== 202) throw new Error(`unexpected ${response.status}`);
   await response.arrayBuffer();
@@ -101,8 +115,9 @@ rmSync(dir, { recursive: true, force: true });
 const at32 = results.find((r) => r.concurrency === 32)!;
 const at8 = results.find((r) => r.concurrency === 8)!;
 console.log(JSON.stringify({
-  benchmark: "webhook ingest (compiled binary, PostgreSQL, fast path against the simulator)",
+  benchmark: "webhook ingest (compiled binary, PostgreSQL, fast path against the simulator process; load generator in a third process)",
   body_bytes: bodyBytes,
+  pull_requests: PULL_REQUESTS,
   results,
   targets: { "ingest >= 50% of baseline at concurrency 32": at32.ingest_vs_baseline >= 0.5, "p99 ack < 50 ms at concurrency 8": at8.ingest.p99_ms < 50 },
 }, null, 2));

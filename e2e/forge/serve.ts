@@ -1,6 +1,6 @@
 // Runs the forge simulator as a process (demo, Playwright, benchmarks):
 //   bun e2e/forge/serve.ts [--port N] [--webhook-url URL] [--webhook-secret-file PATH]
-//                          [--seed --app-private-key-file PATH [--app-id N]]
+//                          [--seed --app-private-key-file PATH [--app-id N] [--extra-pull-requests N]]
 // Prints one JSON line: { url } (plus the seeded scenario's IDs with --seed), then serves until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";
 import { createScenario } from "./scenario.ts";
@@ -25,7 +25,15 @@ export async function main(args: string[]): Promise<void> {
     const privateKey = readFileSync(keyFile, "utf8");
     const appId = option(args, "--app-id");
     const s = await createScenario(sim, { keys: { privateKey, publicKey: privateKey }, appId: appId ? Number(appId) : undefined });
-    seeded = { appId: s.appId, installationId: s.installationId, repository: `${s.org}/${s.repo}`, pullNumber: s.pullNumber, headSha: s.headSha };
+    // --extra-pull-requests N: N more open pull requests, each from its own branch (benchmarks spread load over them).
+    const extra = Number(option(args, "--extra-pull-requests") ?? 0);
+    const pulls: Array<{ number: number; headSha: string }> = [{ number: s.pullNumber, headSha: s.headSha }];
+    for (let i = 0; i < extra; i++) {
+      await sim.control.commit({ owner: s.org, repo: s.repo, branch: `extra-${i}`, from: "main", files: { [`src/extra/${i}.ts`]: `export const n = ${i};\n` } });
+      const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: `extra-${i}`, author: "erin", title: `Extra ${i}` });
+      pulls.push({ number: pr.number, headSha: pr.headSha });
+    }
+    seeded = { appId: s.appId, installationId: s.installationId, repository: `${s.org}/${s.repo}`, repositoryId: sim.control.mustRepo(s.org, s.repo).id, pullNumber: s.pullNumber, headSha: s.headSha, pulls };
   }
   process.stdout.write(`${JSON.stringify({ url: sim.url, ...seeded })}\n`);
   const stop = () => { void sim.stop().then(() => process.exit(0)); };
