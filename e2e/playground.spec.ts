@@ -1,5 +1,8 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { encodeState } from "../web/src/codec.ts";
 import { largeState } from "../web/src/large-state.ts";
 import { SCENARIOS } from "../web/src/scenarios.ts";
@@ -168,6 +171,21 @@ test("an evidence document pasted into the page is evaluated as given", async ({
   await expect(page.getByRole("alert")).toContainText("Imported the evidence document.");
   await expect(conclusion(page)).toHaveText("failure");
   await expect(title(page)).toHaveText("1 of 1 owner set not yet approved");
+});
+
+test("an evidence document from service explain --json, for a pull request the worker published, yields the same conclusion in the page", async ({ page }) => {
+  // The fixture runs the service and the forge simulator under Bun, waits for the published check, then runs `explain --json`.
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const localBun = `${root}.tools/node_modules/.bin/bun`;
+  const output = execFileSync(existsSync(localBun) ? localBun : "bun", ["server/commands/explain-fixture.ts"], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  const { document, published } = JSON.parse(output) as { document: unknown; published: { conclusion: string; title: string } };
+  await open(page, "owner-approves-head");
+  await page.getByLabel("Evidence file").setInputFiles({ name: "evidence.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(document)) });
+  await expect(page.getByRole("alert")).toContainText("Imported the evidence document.");
+  await expect(conclusion(page)).toHaveText(published.conclusion);
+  await expect(title(page)).toHaveText(published.title);
+  // The author can now edit, e.g. the CODEOWNERS, and see what would change.
+  await expect(page.getByLabel("CODEOWNERS location")).toHaveValue(".forge/CODEOWNERS");
 });
 
 test("the accessibility scan finds no serious or critical violation, and the main view is saved as a screenshot", async ({ page }, testInfo) => {

@@ -1,0 +1,61 @@
+// Test fixture (not part of the service): the worker publishes a check for a pull request on the forge simulator, then `explain
+// --json` with the same App credentials produces that pull request's evidence document. Used by explain-simulator.test.ts and,
+// as `bun server/commands/explain-fixture.ts` (prints {document, published} as JSON), by the playground's Playwright spec.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServiceHarness, waitUntil } from "../../e2e/support/service.ts";
+import { loadConfig } from "../config/index.ts";
+import { runExplain } from "./explain.ts";
+
+export interface PublishedFixture {
+  /** The parsed output of `explain --json`. */
+  readonly document: { decision: { kind: string; conclusion: string | null; title: string }; evidence: { pullRequest: { headSha: string } } } & Record<string, unknown>;
+  readonly published: { conclusion: string | null; title: string | null; summary: string | null };
+  readonly head: string;
+  /** What `explain` printed for a person. */
+  readonly human: readonly string[];
+}
+
+export async function publishedEvidenceFixture(): Promise<PublishedFixture> {
+  const h = await startServiceHarness("sqlite");
+  const dir = mkdtempSync(join(tmpdir(), "svc-explain-"));
+  try {
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "export const a = 1;\n" } });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await waitUntil(() => h.checks(head)[0]?.output.title === "1 of 2 owner sets not yet approved", "the check after bob's approval");
+    const run = h.checks(head)[0]!;
+
+    writeFileSync(join(dir, "key.pem"), scenario.privateKey);
+    const config = loadConfig({
+      SERVICE_DATABASE_URL: `sqlite:${join(dir, "unused.db")}`,
+      SERVICE_FORGE_API_URL: sim.url,
+      SERVICE_FORGE_APP_ID: String(scenario.appId),
+      SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
+    });
+    const args = ["--repository", `${scenario.org}/${scenario.repo}`, "--pull", String(scenario.pullNumber)];
+    const stdout: string[] = [];
+    const errors: string[] = [];
+    if ((await runExplain([...args, "--json"], config, { stdout: (l) => stdout.push(l), stderr: (l) => errors.push(l) })) !== 0) throw new Error(errors.join("\n"));
+    const human: string[] = [];
+    if ((await runExplain(args, config, { stdout: (l) => human.push(l), stderr: (l) => errors.push(l) })) !== 0) throw new Error(errors.join("\n"));
+    return {
+      document: JSON.parse(stdout.join("\n")),
+      published: { conclusion: run.conclusion, title: run.output.title, summary: run.output.summary },
+      head,
+      human,
+    };
+  } finally {
+    await h.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const fixture = await publishedEvidenceFixture();
+  process.stdout.write(`${JSON.stringify(fixture)}\n`);
+  process.exit(0);
+}
