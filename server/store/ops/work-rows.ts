@@ -59,10 +59,10 @@ export function* advanceEvaluationGeneration(repo: RepositoryRef, pullNumber: nu
   return row!.evaluation_generation;
 }
 
-export function* currentAuthorityEpoch(installationId: number, now: number): Op<number> {
-  yield* run("insert into installation_epochs (installation_id, authority_epoch, updated_at_ms) values ($1, 0, $2) on conflict (installation_id) do nothing", installationId, now);
+/** A(installation), 0 before the first authority event (which creates the row). A read: no row lock, no write. */
+export function* currentAuthorityEpoch(installationId: number, _now: number): Op<number> {
   const row = yield* one<{ authority_epoch: number }>("select authority_epoch from installation_epochs where installation_id = $1", installationId);
-  return row!.authority_epoch;
+  return row?.authority_epoch ?? 0;
 }
 
 /** A(installation) := A + 1. Returns the new authority epoch. */
