@@ -49,7 +49,7 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     const store = openStore(h.database.target);
     try {
       const audit = await store.execute(function* () { return yield* all<{ kind: string; outcome: string; head_sha: string; detail: unknown }>("select kind, outcome, head_sha, detail from audit_events where kind = 'conclusion' order by id"); });
-      expect(audit.map((a) => a.outcome)).toEqual(completed);
+      expect(audit.map((a) => a.outcome)).toEqual(completed as string[]);
       expect(audit.map((a) => a.head_sha)).toContain(head2);
       const text = JSON.stringify(audit);
       for (const leaked of ["alice", "bob", "erin", "Feature", "BEGIN", "token"]) expect(text).not.toContain(leaked);
