@@ -22,6 +22,13 @@ describe("command line", () => {
     expect(result.stdout.trim()).toBe(pkg.version);
   });
 
+  test("explain without a pull request exits 2 and explains its arguments", () => {
+    const result = runBinary(["explain", "--repository", "acme/web"], {});
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("--pull");
+    expect(result.stderr).toContain("usage: service explain");
+  });
+
   test("an unknown command exits 2 with the usage", () => {
     const result = runBinary(["launch"], {});
     expect(result.exitCode).toBe(2);

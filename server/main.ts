@@ -5,6 +5,7 @@ import { databaseCheck, databaseMigrate } from "./commands/database.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./commands/exit-codes.ts";
 import { loadOrReport, loggerFor } from "./commands/load.ts";
 import { runDemo } from "./commands/demo.ts";
+import { runExplain } from "./commands/explain.ts";
 import { startService } from "./commands/serve.ts";
 
 /** Composition root and CLI. Commands live in server/commands; nothing here has logic of its own. */
@@ -15,6 +16,9 @@ commands:
   database migrate   apply the embedded migrations (the only command that changes schema)
   database check     exit 0 only if the database is at this binary's migration head and release contract
   config check       load and validate the configuration (reading secret files), print the effective non-secret settings
+  explain --repository OWNER/NAME --pull N [--json]
+                     gather the evidence the worker would (configured App credentials) and print the decision, or with
+                     --json an evidence document for the playground (no token, key or secret in it)
   demo [--once]      run the service on a fresh embedded database against the built-in forge simulator and walk one pull
                      request through fail → approve → success → new commit → fail → approve → success
   --version          print the application version
@@ -30,6 +34,10 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   if (command === "demo") return runDemo(argv.slice(1), process.env, out);
+  if (command === "explain") {
+    const config = loadOrReport(process.env, out.stderr);
+    return config === null ? EXIT_USAGE : runExplain(argv.slice(1), config, out);
+  }
   if (command === undefined || command === "--help" || command === "help" || rest.length > 0) {
     (command === undefined || rest.length > 0 ? out.stderr : out.stdout)(USAGE);
     return command === undefined || rest.length > 0 ? EXIT_USAGE : EXIT_OK;
