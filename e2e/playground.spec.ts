@@ -81,6 +81,18 @@ test("an invalid CODEOWNERS line is shown beside its line and fails closed", asy
   await expect(page.getByTestId("reasons")).toContainText("line 16: invalid owner");
 });
 
+test("policy errors are shown with their location and fail closed", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  await page.getByLabel("Repository policy", { exact: true }).fill("schema_version = 1\nenabled = true\nrequired_approvals = 11\n");
+  await expect(page.getByLabel("Repository policy errors")).toContainText("required_approvals");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(title(page)).toHaveText("Repository policy is invalid");
+  await page.getByLabel("Organization policy", { exact: true }).fill("schema_version = 1\n[[trusted_apps]\n");
+  await expect(page.getByLabel("Organization policy errors")).toContainText("line 2, column");
+  await page.getByLabel("Repository policy file present").uncheck();
+  await expect(conclusion(page)).toHaveText("not enabled");
+});
+
 test("a review moved to an older head stops counting and says so", async ({ page }) => {
   await open(page, "owner-approves-head");
   await expect(conclusion(page)).toHaveText("success");

@@ -11,7 +11,8 @@ function inline(text: string, key: string): ReactNode[] {
   const parts = text.split(/(<code>[\s\S]*?<\/code>)/);
   parts.forEach((part, index) => {
     if (part.startsWith("<code>") && part.endsWith("</code>")) {
-      nodes.push(<code key={`${key}c${index}`}>{unescapeHtml(part.slice(6, -7))}</code>);
+      // Between inline HTML tags Markdown still applies backslash escapes (renderCheck escapes code-like values for it).
+      nodes.push(<code key={`${key}c${index}`}>{unescapeHtml(part.slice(6, -7).replace(/\\([!-/:-@[-`{-~])/g, "$1"))}</code>);
       return;
     }
     // Emphasis markers are only those not escaped with a backslash.
