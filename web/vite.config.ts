@@ -43,6 +43,11 @@ export function pureCore(): Plugin {
 
 export default defineConfig({
   root: here,
+  // The build may run under `bun test` (NODE_ENV=test) or a developer's NODE_ENV: the embedded page is always the production
+  // build of React (the development build is three times the size and logs warnings).
+  mode: "production",
+  define: { "process.env.NODE_ENV": JSON.stringify("production") },
+  oxc: { jsx: { runtime: "automatic", development: false } },
   base: "./",
   plugins: [pureCore()],
   worker: { format: "es" },
