@@ -53,9 +53,22 @@ RUN set -eu; \
     echo 'nonroot:x:65532:' > /rootfs/etc/group; \
     echo 'hosts: files dns' > /rootfs/etc/nsswitch.conf
 
-# ---- runtime-base: everything but the executable ----
+# ---- runtime-base: everything but the executable and the labels ----
 FROM scratch AS runtime-base
 COPY --from=rootfs /rootfs/ /
+USER 65532:65532
+WORKDIR /
+EXPOSE 8080
+ENTRYPOINT ["/service"]
+CMD ["serve"]
+
+# The labels come last in each final stage: buildah (podman build) 1.28 reuses a cached LABEL layer even when the build
+# arguments in it changed, so they must follow the executable, which changes with the revision baked into it.
+
+# ---- prebuilt: the executable built on the host from the same commit (`--target prebuilt`) ----
+FROM runtime-base AS prebuilt
+ARG PREBUILT_BINARY=dist/service
+COPY --chown=0:0 --chmod=0555 ${PREBUILT_BINARY} /service
 ARG VERSION=""
 ARG REVISION=""
 ARG SOURCE=""
@@ -64,17 +77,15 @@ LABEL org.opencontainers.image.title="codeowner-approval-service" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="${SOURCE}"
-USER 65532:65532
-WORKDIR /
-EXPOSE 8080
-ENTRYPOINT ["/service"]
-CMD ["serve"]
-
-# ---- prebuilt: the executable built on the host from the same commit (`--target prebuilt`) ----
-FROM runtime-base AS prebuilt
-ARG PREBUILT_BINARY=dist/service
-COPY --chown=0:0 --chmod=0555 ${PREBUILT_BINARY} /service
 
 # ---- runtime (default): the executable compiled by the build stage ----
 FROM runtime-base AS runtime
 COPY --from=build --chown=0:0 --chmod=0555 /out/service /service
+ARG VERSION=""
+ARG REVISION=""
+ARG SOURCE=""
+LABEL org.opencontainers.image.title="codeowner-approval-service" \
+      org.opencontainers.image.description="Self-hosted code-owner approval check service" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}"

@@ -56,6 +56,7 @@ describe.skipIf(!availability.ok)("container image", () => {
   let databaseUrl: string;
   let url = "";
   let serving = false;
+  let drainedHead = "";
   const container = `svc-serve-${process.pid}`;
 
   /** The run options every container of the service gets: what an operator's runtime (or the Kubernetes example) sets. */
@@ -231,12 +232,17 @@ describe.skipIf(!availability.ok)("container image", () => {
     const [run] = sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha: sha }) as Array<{ conclusion: string; name: string }>;
     expect(run!.conclusion).toBe("failure");
     expect(run!.name).toBe("Service / approval");
-    const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metrics).toMatch(/^service_evaluations_total\{conclusion="failure"\} [1-9]/m);
+    // The counter moves just after the check write the simulator saw.
+    await waitUntil(async () => /^service_evaluations_total\{conclusion="failure"\} [1-9]/m.test(await (await fetch(`${url}/metrics`)).text()), "the evaluation to be counted");
   }, 60_000);
 
-  test("SIGTERM (podman stop) drains: exit code 0 within 10 seconds and no lease left behind", async () => {
+  test("SIGTERM (podman stop) during an evaluation drains: exit code 0 within 10 seconds and no lease left behind", async () => {
     expect(serving).toBe(true);
+    const reviewsPath = `/repos/${scenario.org}/${scenario.repo}/pulls/${scenario.pullNumber}/reviews`;
+    sim.injectFault({ kind: "slow", delayMs: 7_000, path: reviewsPath, times: 1 });
+    const before = sim.requests.length;
+    drainedHead = (await sim.control.pushToPullRequest({ owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber, files: { "src/drain.ts": "1\n" } })).sha;
+    await waitUntil(() => sim.requests.slice(before).some((r) => r.path === reviewsPath), "the evaluation to be in flight");
     const stop = await podman.must(["stop", "--time", "15", container], { timeoutMs: 30_000 });
     measured.shutdown_ms = Math.round(stop.ms);
     const state = JSON.parse((await podman.must(["inspect", "--format", "{{json .State}}", container])).stdout) as { ExitCode: number; Status: string };
@@ -247,10 +253,32 @@ describe.skipIf(!availability.ok)("container image", () => {
     try {
       const leased = await store.execute(function* () { return yield* all("select kind from jobs where lease_owner is not null"); });
       expect(leased).toEqual([]);
+      const pending = await store.execute(function* () { return yield* all("select state from jobs where kind = 'evaluation'"); });
+      expect(pending).toContainEqual({ state: "pending" });
     } finally {
       await store.close();
     }
+    const logs = await podman.must(["logs", container]);
+    expect(logs.stdout + logs.stderr).not.toContain(WEBHOOK_SECRET);
     await podman.must(["rm", container]);
     serving = false;
   }, 60_000);
+
+  test("a replacement container (Recreate) finishes the drained work, and an idle stop exits 0 at once", async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    const started = performance.now();
+    await podman.must(["run", "--detach", "--name", container, ...hardening(), ...serviceEnv(port), IMAGE]);
+    await waitUntil(async () => (await fetch(`${url}/health/ready`).catch(() => null))?.status === 200, "the replacement to report ready", 60_000);
+    measured.restart_to_ready_ms = Math.round(performance.now() - started);
+    sim.control.mustApp(scenario.appId).webhookUrl = `${url}/webhooks/forge`;
+    expect(drainedHead).not.toBe("");
+    await waitUntil(() => sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha: drainedHead })[0]?.status === "completed", "the drained evaluation to complete", 30_000);
+    const stop = await podman.must(["stop", "--time", "15", container], { timeoutMs: 30_000 });
+    measured.idle_shutdown_ms = Math.round(stop.ms);
+    const state = JSON.parse((await podman.must(["inspect", "--format", "{{json .State}}", container])).stdout) as { ExitCode: number };
+    expect(state.ExitCode).toBe(0);
+    expect(stop.ms).toBeLessThan(10_000);
+    await podman.must(["rm", container]);
+  }, 90_000);
 });
