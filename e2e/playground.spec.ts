@@ -99,6 +99,7 @@ test("a review moved to an older head stops counting and says so", async ({ page
   await page.getByLabel("Review 1 commit").selectOption("older");
   await expect(conclusion(page)).toHaveText("failure");
   await expect(page.locator(".not-counted")).toContainText("alice: approved 0123456, not the current head 4f2c9e1");
+  await expect(page.getByTestId("review-effects")).toContainText("does not count for owner set 1: approved 0123456, not the current head 4f2c9e1");
   await page.getByLabel("Review 1 commit").selectOption("head");
   await expect(conclusion(page)).toHaveText("success");
 });

@@ -7,6 +7,7 @@ import { parseCodeowners, type CodeownersError, type ParsedCodeowners } from "..
 import { builtInNonDelegablePatterns } from "../../server/policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../../server/policy/pattern.ts";
 import { parseOrganizationPolicy, parseRepositoryPolicy, type PolicyError } from "../../server/policy/policy-files.ts";
+import { reviewEffects, type ReviewEffect } from "./review-effects.ts";
 import { codeownersFile, type PlaygroundState } from "./state.ts";
 
 /** Paths listed per owner set in the page before "and N more", as in the check output (MAX_RENDERED_PATHS_PER_SET). */
@@ -35,6 +36,8 @@ export interface Explanation {
   /** Per owner set, a hash of everything shown for it: the page re-renders only the sets whose content changed. */
   readonly setFingerprints: readonly string[];
   readonly query: PathOwnership | null;
+  /** For every review in the list, what it did (counted, why not, blocked, superseded, ignored). */
+  readonly reviews: readonly ReviewEffect[];
   /**
    * The directory facts this evaluation reads (planLookups), so the page can add the ones the evidence lacks. Only computed
    * when some owner set has unresolved facts: planLookups analyses the pull request again, which costs as much as evaluate().
@@ -124,6 +127,7 @@ export function explain(state: PlaygroundState, query: string): Explanation {
     setPaths,
     setFingerprints: decision.ownerSets.map((set, index) => fingerprint(JSON.stringify([set, setPaths[index]]))),
     query: query.trim() === "" ? null : ownership(query.trim()),
+    reviews: reviewEffects(state.evidence, state.settings, decision),
     plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings) : null,
   };
   const finished = performance.now();

@@ -131,6 +131,28 @@ export const ExplanationView = memo(function ExplanationView({ explanation, onLi
         </section>
       ) : null}
 
+      {explanation.reviews.length > 0 ? (
+        <section aria-label="Reviews">
+          <h3>Every review, and what it did</h3>
+          <table className="paths" data-testid="review-effects">
+            <caption className="visually-hidden">Reviews in forge order and their effect</caption>
+            <thead>
+              <tr><th scope="col">#</th><th scope="col">Reviewer</th><th scope="col">State</th><th scope="col">Effect</th></tr>
+            </thead>
+            <tbody>
+              {explanation.reviews.map((review) => (
+                <tr key={review.position}>
+                  <td>{review.position}</td>
+                  <td><code>{review.reviewer}</code></td>
+                  <td>{review.state.toLowerCase().replace("_", " ")}</td>
+                  <td>{review.effects.map((effect, i) => <div key={i}><TextView text={effect} /></div>)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+
       <section aria-label="Check run">
         <h3>
           The check run as the forge shows it{" "}

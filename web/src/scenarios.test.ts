@@ -49,3 +49,44 @@ describe("built-in scenarios", () => {
     expect(explain(state, "generated/api.ts").query).toMatchObject({ line: 14, owners: [] });
   });
 });
+
+describe("review effects", () => {
+  const effects = (id: string, edit?: (state: ReturnType<typeof SCENARIOS[number]["build"]>) => ReturnType<typeof SCENARIOS[number]["build"]>) => {
+    const state = SCENARIOS.find((s) => s.id === id)!.build();
+    return explain(edit ? edit(state) : state, "").reviews.map((r) => `${r.position} ${r.reviewer}: ${r.effects.map(plain).join("; ")}`);
+  };
+
+  test("counted, blocking and not counting reviews say so", () => {
+    expect(effects("changes-requested")).toEqual(["1 alice: counts for owner set 1 as @alice", "2 bob: blocks owner set 1 (changes requested)"]);
+    expect(effects("older-head")).toEqual(["1 alice: does not count for owner set 1: approved 9a8b7c6, not the current head 4f2c9e1"]);
+    expect(effects("app-docs")).toEqual(["1 docs-review-bot[bot]: counts for owner set 1 through the App delegation docs-review-bot"]);
+  });
+
+  test("a superseded review, a comment and a dismissed review are told apart", () => {
+    const list = effects("owner-approves-head", (state) => {
+      const reviews = state.evidence.reviews.complete ? state.evidence.reviews.items : [];
+      const alice = reviews[0]!;
+      return {
+        ...state,
+        evidence: {
+          ...state.evidence,
+          reviews: {
+            complete: true,
+            items: [
+              { ...alice, id: 90, state: "CHANGES_REQUESTED" },
+              { ...alice, id: 91, state: "COMMENTED" },
+              alice,
+              { id: 92, user: { id: 106, login: "olga", type: "User" }, state: "DISMISSED", commitId: alice.commitId },
+            ],
+          },
+        },
+      };
+    });
+    expect(list).toEqual([
+      "1 alice: superseded by review #3 of the same reviewer",
+      "2 alice: commented: neither approves nor blocks",
+      "3 alice: counts for owner set 1 as @alice",
+      "4 olga: dismissed: neither approves nor blocks",
+    ]);
+  });
+});
