@@ -146,6 +146,20 @@ test("clicking a path's owning line highlights that line in the editor", async (
   expect(selected).toBe("/docs/                 @acme/docs");
 });
 
+test("facts the evaluation needs but the evidence lacks are reported, and can be added to edit", async ({ page }) => {
+  await open(page, "owner-approves-head");
+  await page.getByLabel("Changed files").fill("modified README.md");
+  await page.getByRole("button", { name: "Add a review" }).click();
+  await page.getByLabel("Reviewer 2 login").fill("zoe");
+  await expect(page.getByTestId("owner-set")).toContainText("the membership of zoe in acme/core was not looked up");
+  await page.getByRole("button", { name: "Add the facts this evaluation still needs (as 404)" }).click();
+  await expect(page.getByLabel("Members of acme/core")).toHaveValue(/zoe:404/);
+  await expect(page.getByTestId("owner-set")).toContainText("the membership of zoe in acme/core: not found");
+  await expect(conclusion(page)).toHaveText("failure");
+  await page.getByLabel("Members of acme/core").fill("bob, zoe");
+  await expect(conclusion(page)).toHaveText("success");
+});
+
 test("a shared link reproduces the same decision in a fresh page", async ({ page, context }) => {
   await open(page, "two-owner-sets");
   await page.getByLabel("Labels").fill("needs-docs, bot-review");

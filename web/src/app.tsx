@@ -145,7 +145,7 @@ export function App() {
               </select>
             </label>
             {file !== null && file.read.kind === "found" ? (
-              <LineEditor id="codeowners" label="CODEOWNERS" value={codeownersText} onChange={(text) => update((e) => withCodeownersAt(e, location, text))} marks={marks} highlight={highlight?.line ?? null} key={`${location}`} />
+              <LineEditor id="codeowners" label="CODEOWNERS" value={codeownersText} onChange={(text) => update((e) => withCodeownersAt(e, location, text))} marks={marks} highlight={highlight === null ? null : { line: highlight.line, request: highlight.n }} key={`${location}`} />
             ) : file !== null ? (
               <p className="warn">The code-owners file was read as {file.read.kind}. <button type="button" onClick={() => update((e) => withCodeownersAt(e, location, ""))}>Replace with an empty file</button></p>
             ) : null}

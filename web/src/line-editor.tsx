@@ -17,7 +17,8 @@ export function LineEditor(props: {
   value: string;
   onChange: (value: string) => void;
   marks: readonly LineMark[];
-  highlight: number | null;
+  /** The line to show; `request` changes on every click, so the same line can be shown again after scrolling away. */
+  highlight: { readonly line: number; readonly request: number } | null;
   rows?: number;
 }) {
   const { value, marks, highlight } = props;
@@ -51,16 +52,17 @@ export function LineEditor(props: {
   useEffect(() => {
     const textarea = area.current;
     if (highlight === null || textarea === null) return;
+    const target = highlight.line;
     let start = 0;
-    for (let line = 1; line < highlight && start >= 0; line++) start = value.indexOf("\n", start) + 1 || -1;
+    for (let line = 1; line < target && start >= 0; line++) start = value.indexOf("\n", start) + 1 || -1;
     if (start < 0) return;
     const end = value.indexOf("\n", start);
     textarea.focus({ preventScroll: true });
     textarea.setSelectionRange(start, end < 0 ? value.length : end);
-    textarea.scrollTop = Math.max(0, (highlight - 1) * LINE_HEIGHT - textarea.clientHeight / 3);
+    textarea.scrollTop = Math.max(0, (target - 1) * LINE_HEIGHT - textarea.clientHeight / 3);
     // Only when a new line is asked for; typing must not move the view.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [highlight]);
+  }, [highlight?.request]);
 
   // The textarea element is created once: React never diffs its props again, so it never reads back (or rewrites) its
   // 500 KB of text on a re-render. Its handlers reach the current props through a ref.
@@ -102,7 +104,7 @@ export function LineEditor(props: {
       </div>
       <div className="surface">
         <div className="marks" aria-hidden="true" style={shift}>
-          {highlight !== null ? <div className="mark-highlight" style={{ top: PADDING + (highlight - 1) * LINE_HEIGHT }} /> : null}
+          {highlight !== null ? <div className="mark-highlight" style={{ top: PADDING + (highlight.line - 1) * LINE_HEIGHT }} /> : null}
           {visibleMarks.map((mark) => (
             <div key={`${mark.line}:${mark.message}`} className="mark-error" style={{ top: PADDING + (mark.line - 1) * LINE_HEIGHT }}>
               <span className="mark-message">{mark.message}</span>
