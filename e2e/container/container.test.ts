@@ -53,7 +53,6 @@ describe.skipIf(!availability.ok)("container image", () => {
   let scenario: Scenario;
   let database: TestDatabase;
   let privateKey: string;
-  let databaseUrl: string;
   let url = "";
   let serving = false;
   let drainedHead = "";
@@ -113,7 +112,7 @@ describe.skipIf(!availability.ok)("container image", () => {
     scenario = await createScenario(sim, { keys });
     database = await createTestDatabase("postgresql");
     const ca = process.env.TEST_POSTGRES_CA;
-    databaseUrl = ca ? `${database.url}?sslmode=verify-full&sslrootcert=${SECRETS}/database/ca.pem` : database.url;
+    const databaseUrl = ca ? `${database.url}?sslmode=verify-full&sslrootcert=${SECRETS}/database/ca.pem` : database.url;
 
     // Secret files as a Kubernetes secret volume presents them (defaultMode 0440, group 65532): readable by the service user.
     const secrets = join(work, "secrets");
@@ -208,6 +207,8 @@ describe.skipIf(!availability.ok)("container image", () => {
     expect(status).toMatch(/^CapEff:\s+0+$/m);
     expect(status).toMatch(/^CapBnd:\s+0+$/m);
     expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+    const inspect = (await podman.must(["inspect", container])).stdout;
+    for (const secret of [WEBHOOK_SECRET, privateKey.split("\n")[1]!, database.url]) expect(inspect).not.toContain(secret);
     const mounts = readFileSync(`/proc/${pid}/mounts`, "utf8").split("\n").map((line) => line.split(" "));
     expect(mounts.find((m) => m[1] === "/")?.[3]?.split(",")).toContain("ro");
     expect(mounts.find((m) => m[1] === SECRETS)?.[3]?.split(",")).toContain("ro");
