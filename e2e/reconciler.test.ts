@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
 import { createForgeClient } from "../server/forge/index.ts";
 import { createMetrics } from "../server/observability/metrics.ts";
 import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
@@ -108,5 +109,23 @@ describe.each(BACKENDS)("reconciler against the forge simulator on %s", (backend
     sim.faults.clear();
     expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", queued: 1 });
     await waitForCheck(rig, scenario.repo, scenario.headSha, "failure");
+  }, 60_000);
+});
+
+describe.each(BACKENDS)("serve runs the reconciler on %s", (backend) => {
+  let h: ServiceHarness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  test("with SERVICE_RECONCILE_ENABLED the startup scan recovers the pull request opened before the service ran; health reports the task", async () => {
+    h = await startServiceHarness(backend, { SERVICE_RECONCILE_ENABLED: "true" });
+    await h.waitForCheck(h.scenario.headSha, { status: "completed", conclusion: "failure" });
+    const live = await (await fetch(`${h.service.url}/health/live`)).json();
+    expect(live).toMatchObject({ status: "alive", reconciler_enabled: true, reconciler: true });
+    const metrics = await (await fetch(`${h.service.url}/metrics`)).text();
+    expect(metrics).toMatch(/service_reconciliations_total\{result="success"\} [1-9]/);
+    expect(metrics).not.toMatch(/service_reconciliation_last_success_timestamp_seconds 0\n/);
   }, 60_000);
 });

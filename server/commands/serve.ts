@@ -6,6 +6,7 @@ import type { HealthSources } from "../http/health.ts";
 import type { WebhookDeps } from "../ingress/index.ts";
 import type { CheckTransition } from "../worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../worker/worker.ts";
+import { createReconciler, type Reconciler } from "../reconciler/index.ts";
 import { hostname } from "node:os";
 import type { Logger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
@@ -69,6 +70,14 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     );
     worker.start();
   }
+  let reconciler: Reconciler | null = null;
+  if (forge && config.reconcileEnabled) {
+    reconciler = createReconciler(
+      { store, forge, log, metrics, organizationPolicyRepository: config.organizationPolicyRepository, ...(worker ? { onQueued: () => worker.wake() } : {}) },
+      { intervalMs: config.reconcileIntervalSeconds * 1000, retentionMs: config.webhookDeliveryRetentionDays * 86_400_000 },
+    );
+    reconciler.start();
+  }
   const webhook: WebhookDeps = {
     secret: config.webhookSecret,
     store,
@@ -85,7 +94,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     now,
     ...(worker ? { onQueued: () => worker.wake() } : {}),
   };
-  const health: HealthSources = { config, store, credentials: probe, worker, reconciler: null };
+  const health: HealthSources = { config, store, credentials: probe, worker, reconciler };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
   const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -95,6 +104,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     port: server.port ?? config.port,
     async stop() {
       await server.stop();
+      await reconciler?.stop();
       await worker?.stop();
       await probe?.stop();
       await store.close();
