@@ -38,7 +38,7 @@ export function reviewEffects(evidence: Evidence, settings: EvaluationSettings, 
     if (latest === null) return one(decision.kind === "not_enabled" ? t`not evaluated: the repository has not opted in` : t`not evaluated: the review list could not be used`);
     if (!latest.has(review.id)) {
       const later = reviews.findIndex((other, j) => j > index && other.user?.id === review.user!.id && latest.has(other.id));
-      return one(later >= 0 ? t`superseded by review ${`#${later + 1}`} of the same reviewer` : t`superseded by a later review of the same reviewer`);
+      return one(later >= 0 ? [`superseded by review #${later + 1} of the same reviewer`] : t`superseded by a later review of the same reviewer`);
     }
     if (state === "DISMISSED") return one(t`dismissed: neither approves nor blocks`);
     const login = lower(review.user.login);
@@ -47,10 +47,10 @@ export function reviewEffects(evidence: Evidence, settings: EvaluationSettings, 
       const name = `owner set ${setIndex + 1}`;
       for (const approval of set.counted) {
         if (lower(approval.reviewer) !== login) continue;
-        effects.push(approval.via.kind === "app" ? t`counts for ${name} through the App delegation ${approval.via.app}` : t`counts for ${name} as ${approval.via.owner}`);
+        effects.push(approval.via.kind === "app" ? [`counts for ${name} through the App delegation `, { code: approval.via.app }] : [`counts for ${name} as `, { code: approval.via.owner }]);
       }
-      for (const entry of set.notCounted) if (lower(entry.reviewer) === login) effects.push([...t`does not count for ${name}: `, ...entry.why]);
-      if (set.blockedBy.some((blocker) => lower(blocker) === login)) effects.push(t`blocks ${name} (changes requested)`);
+      for (const entry of set.notCounted) if (lower(entry.reviewer) === login) effects.push([`does not count for ${name}: `, ...entry.why]);
+      if (set.blockedBy.some((blocker) => lower(blocker) === login)) effects.push([`blocks ${name} (changes requested)`]);
     });
     if (effects.length > 0) return { position, reviewer, state, effects };
     if (review.user.id === evidence.pullRequest.author.id) return one(t`the author's own review never counts`);
