@@ -201,10 +201,11 @@ test("an evidence document pasted into the page is evaluated as given", async ({
 });
 
 test("an evidence document from service explain --json, for a pull request the worker published, yields the same conclusion in the page", async ({ page }) => {
-  // The fixture runs the service and the forge simulator under Bun, waits for the published check, then runs `explain --json`.
+  // The fixture runs the service and the forge simulator under Bun, waits for the published check, then has the compiled
+  // executable run `service explain --json` with the App's credentials.
   const root = fileURLToPath(new URL("..", import.meta.url));
   const localBun = `${root}.tools/node_modules/.bin/bun`;
-  const output = execFileSync(existsSync(localBun) ? localBun : "bun", ["server/commands/explain-fixture.ts"], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  const output = execFileSync(existsSync(localBun) ? localBun : "bun", ["server/commands/explain-fixture.ts", "--binary", `${root}dist/service`], { cwd: root, encoding: "utf8", timeout: 60_000 });
   const { document, published } = JSON.parse(output) as { document: unknown; published: { conclusion: string; title: string } };
   await open(page, "owner-approves-head");
   await page.getByLabel("Evidence file").setInputFiles({ name: "evidence.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(document)) });

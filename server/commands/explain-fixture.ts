@@ -1,6 +1,7 @@
 // Test fixture (not part of the service): the worker publishes a check for a pull request on the forge simulator, then `explain
 // --json` with the same App credentials produces that pull request's evidence document. Used by explain-simulator.test.ts and,
-// as `bun server/commands/explain-fixture.ts` (prints {document, published} as JSON), by the playground's Playwright spec.
+// as `bun server/commands/explain-fixture.ts [--binary dist/service]` (prints {document, published} as JSON), by the
+// playground's Playwright spec, which has the compiled executable run `service explain`.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +18,8 @@ export interface PublishedFixture {
   readonly human: readonly string[];
 }
 
-export async function publishedEvidenceFixture(): Promise<PublishedFixture> {
+/** `binary`: run `<binary> explain …` as a process with the App settings in its environment; default: runExplain in-process. */
+export async function publishedEvidenceFixture(options: { binary?: string } = {}): Promise<PublishedFixture> {
   const h = await startServiceHarness("sqlite");
   const dir = mkdtempSync(join(tmpdir(), "svc-explain-"));
   try {
@@ -27,24 +29,33 @@ export async function publishedEvidenceFixture(): Promise<PublishedFixture> {
     await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
     await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
     await waitUntil(() => h.checks(head)[0]?.output.title === "1 of 2 owner sets not yet approved", "the check after bob's approval");
-    const run = h.checks(head)[0]!;
+    const check = h.checks(head)[0]!;
 
     writeFileSync(join(dir, "key.pem"), scenario.privateKey);
-    const config = loadConfig({
+    const env = {
       SERVICE_DATABASE_URL: `sqlite:${join(dir, "unused.db")}`,
       SERVICE_FORGE_API_URL: sim.url,
       SERVICE_FORGE_APP_ID: String(scenario.appId),
       SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
-    });
+    };
     const args = ["--repository", `${scenario.org}/${scenario.repo}`, "--pull", String(scenario.pullNumber)];
-    const stdout: string[] = [];
-    const errors: string[] = [];
-    if ((await runExplain([...args, "--json"], config, { stdout: (l) => stdout.push(l), stderr: (l) => errors.push(l) })) !== 0) throw new Error(errors.join("\n"));
-    const human: string[] = [];
-    if ((await runExplain(args, config, { stdout: (l) => human.push(l), stderr: (l) => errors.push(l) })) !== 0) throw new Error(errors.join("\n"));
+    const run = async (extra: string[]): Promise<string[]> => {
+      if (options.binary !== undefined) {
+        const child = Bun.spawn([options.binary, "explain", ...args, ...extra], { cwd: dir, env: { PATH: process.env.PATH ?? "", ...env }, stdout: "pipe", stderr: "pipe" });
+        const [text, errorText, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+        if (code !== 0) throw new Error(`service explain exited ${code}: ${errorText}`);
+        return text.trimEnd().split("\n");
+      }
+      const lines: string[] = [];
+      const errors: string[] = [];
+      if ((await runExplain([...args, ...extra], loadConfig(env), { stdout: (l) => lines.push(l), stderr: (l) => errors.push(l) })) !== 0) throw new Error(errors.join("\n"));
+      return lines;
+    };
+    const stdout = await run(["--json"]);
+    const human = await run([]);
     return {
       document: JSON.parse(stdout.join("\n")),
-      published: { conclusion: run.conclusion, title: run.output.title, summary: run.output.summary },
+      published: { conclusion: check.conclusion, title: check.output.title, summary: check.output.summary },
       head,
       human,
     };
@@ -55,7 +66,8 @@ export async function publishedEvidenceFixture(): Promise<PublishedFixture> {
 }
 
 if (import.meta.main) {
-  const fixture = await publishedEvidenceFixture();
+  const flag = process.argv.indexOf("--binary");
+  const fixture = await publishedEvidenceFixture(flag === -1 ? {} : { binary: process.argv[flag + 1]! });
   process.stdout.write(`${JSON.stringify(fixture)}\n`);
   process.exit(0);
 }
