@@ -220,12 +220,24 @@ test("the accessibility scan finds no serious or critical violation, and the mai
   await page.setViewportSize({ width: 1400, height: 1000 });
   await open(page, "two-owner-sets");
   await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
-  expect(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`)).toEqual([]);
+  const scan = async (what: string) => {
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
+    expect(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`), what).toEqual([]);
+  };
+  await scan("main view");
   const path = testInfo.outputPath("playground-main-view.png");
   await page.screenshot({ path, fullPage: false });
   await testInfo.attach("playground main view", { path, contentType: "image/png" });
+  // Error states and the raw Markdown view are scanned too.
+  await page.locator("#codeowners").click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("\n/broken/ nobody");
+  await page.getByLabel("Repository policy", { exact: true }).fill("schema_version = 2\n");
+  await page.getByLabel("Path to test").fill("src/app.ts");
+  await page.getByRole("button", { name: "show Markdown" }).click();
+  await expect(page.getByLabel("CODEOWNERS errors")).toBeVisible();
+  await scan("error states");
 });
 
 for (const [files, expectedTitle] of [
