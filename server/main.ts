@@ -16,7 +16,7 @@ commands:
   database migrate   apply the embedded migrations (the only command that changes schema)
   database check     exit 0 only if the database is at this binary's migration head and release contract
   config check       load and validate the configuration (reading secret files), print the effective non-secret settings
-  explain --repository OWNER/NAME --pull N [--json]
+  explain --repository OWNER/NAME --pull N [--json] [--installation ID]
                      gather the evidence the worker would (configured App credentials) and print the decision, or with
                      --json an evidence document for the playground (no token, key or secret in it)
   demo [--once]      run the service on a fresh embedded database against the built-in forge simulator and walk one pull
