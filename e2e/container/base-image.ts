@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { debianMirror, type Podman } from "./podman.ts";
 
@@ -15,19 +15,20 @@ export async function importDebianBase(podman: Podman, cacheDir: string): Promis
   const tarball = join(cacheDir, "debian-bookworm-minbase.tar");
   const cached = existsSync(tarball);
   if (!cached) {
-    const rootfs = join(cacheDir, "rootfs");
-    rmSync(rootfs, { recursive: true, force: true });
+    // Private names until the final rename: concurrent test runs may share the cache directory.
+    const scratch = mkdtempSync(join(cacheDir, "debootstrap-"));
+    const rootfs = join(scratch, "rootfs");
+    const partial = join(scratch, "base.tar");
     try {
       await spawnChecked(["debootstrap", "--variant=minbase", "--include=ca-certificates", "bookworm", rootfs, debianMirror()], 240_000);
       for (const sub of ["var/cache/apt", "var/lib/apt/lists"]) {
         rmSync(join(rootfs, sub), { recursive: true, force: true });
         mkdirSync(join(rootfs, sub), { recursive: true });
       }
-      await spawnChecked(["tar", "--numeric-owner", "-C", rootfs, "-cf", `${tarball}.partial`, "."], 120_000);
-      renameSync(`${tarball}.partial`, tarball);
+      await spawnChecked(["tar", "--numeric-owner", "-C", rootfs, "-cf", partial, "."], 120_000);
+      renameSync(partial, tarball);
     } finally {
-      rmSync(rootfs, { recursive: true, force: true });
-      rmSync(`${tarball}.partial`, { force: true });
+      rmSync(scratch, { recursive: true, force: true });
     }
   }
   await podman.must(["import", "--quiet", "-", BASE_IMAGE], { stdinFile: tarball });
