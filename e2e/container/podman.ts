@@ -15,6 +15,14 @@ export function podmanAvailability(): Availability {
   const missing = ["podman", "runc", "debootstrap"].filter((tool) => !findTool(tool));
   if (missing.length > 0) return { ok: false, reason: `${missing.join(", ")} not installed (scripts/test.sh installs them with apt-get when it runs as root)` };
   if (process.getuid?.() !== 0) return { ok: false, reason: "debootstrap and rootful podman need root; run `npm test` as root" };
+  // podman info with this configuration: the runtime and the overlay storage driver must work on this kernel.
+  const probe = Podman.create();
+  try {
+    const info = Bun.spawnSync(["podman", "info", "--format", "{{.Host.OCIRuntime.Name}} {{.Store.GraphDriverName}}"], { env: probe.env, stdout: "pipe", stderr: "pipe" });
+    if (info.exitCode !== 0) return { ok: false, reason: `podman cannot run here: ${info.stderr.toString().trim().split("\n")[0]}` };
+  } finally {
+    rmSync(probe.dir, { recursive: true, force: true });
+  }
   return { ok: true };
 }
 
