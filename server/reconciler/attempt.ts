@@ -1,4 +1,4 @@
-import type { ForgeClient, ListResult } from "../forge/index.ts";
+import type { ForgeClient, ListResult, ProbeClock } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
   acquireElectionLease, type ElectionLease, pruneDeliveryBatch, queueMissingWork, renewElectionLease, type RepositoryRef, type Store,
@@ -15,6 +15,7 @@ import { type RejectionReason, type Validated, validateInstallations, validateOp
  *     ▼
  *   list installations ──gap, not a list, any invalid item──▶ failure (validated whole before any installation is processed)
  *     ▼
+ *   while elected, a background renewal every third of the lease TTL keeps the lease through long forge listings;
  *   for each unsuspended installation: renew the lease, list its repositories, validate them whole; for each non-archived
  *   repository other than the organization policy repository: list its open pull requests, validate them whole, then queue
  *   the missing work in one transaction that renews the lease. A gap, a rejected list or a database error marks the attempt
@@ -37,7 +38,7 @@ export type AttemptDeps = {
   readonly store: Store;
   readonly forge: ReconcileForge;
   readonly log: Logger;
-  readonly now: () => number;
+  readonly clock: ProbeClock;
   readonly organizationPolicyRepository: string;
   /** Called after a transaction queued new work (the in-process worker wakes at once). */
   readonly onQueued?: () => void;
@@ -67,6 +68,7 @@ class Stop extends Error {
 
 export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, signal: AbortSignal): Promise<AttemptReport> {
   const { store, forge, log } = deps;
+  const now = () => deps.clock.now();
   const problems: string[] = [];
   const counts = { installations: 0, repositories: 0, pullRequests: 0, queued: 0, pruned: 0 };
   const report = (result: AttemptResult): AttemptReport => ({ result, problems, ...counts });
@@ -78,7 +80,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   if (signal.aborted) return report("unelected");
   let elected: boolean;
   try {
-    elected = await store.execute(() => acquireElectionLease(settings.lease, deps.now()));
+    elected = await store.execute(() => acquireElectionLease(settings.lease, now()));
   } catch (error) {
     problem("election_error", { code: errorCode(error) });
     return report("failure");
@@ -88,11 +90,19 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     return report("unelected");
   }
 
-  const checkpoint = async () => {
+  // Elected from here on: forge calls are cut short by a shutdown or by the background renewal finding the lease lost.
+  const lost = new AbortController();
+  const scan = AbortSignal.any([signal, lost.signal]);
+  const keeper = keepLease(deps, settings.lease, () => lost.abort());
+  const interrupted = () => {
     if (signal.aborted) throw new Stop("shutdown");
+    if (lost.signal.aborted) throw new Stop("lease_lost");
+  };
+  const checkpoint = async () => {
+    interrupted();
     let held: boolean;
     try {
-      held = await store.execute(() => renewElectionLease(settings.lease, deps.now()));
+      held = await store.execute(() => renewElectionLease(settings.lease, now()));
     } catch {
       // A database error is not proof that another process owns the lease; the next fenced write decides.
       return;
@@ -101,10 +111,10 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   };
 
   try {
-    counts.pruned = await prune(deps, settings, signal);
+    counts.pruned = await prune(deps, settings, interrupted);
 
-    const listed = await forge.listInstallations({ signal });
-    if (signal.aborted) throw new Stop("shutdown");
+    const listed = await forge.listInstallations({ signal: scan });
+    interrupted();
     const installations = accept(listed, validateInstallations, "installations");
     if (installations.kind === "problem") {
       problem(installations.code, installations.fields);
@@ -115,8 +125,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       if (installation.suspended) continue;
       await checkpoint();
       counts.installations++;
-      const repositories = accept(await forge.listInstallationRepositories(installation.id, { signal }), validateRepositories, "repositories");
-      if (signal.aborted) throw new Stop("shutdown");
+      const repositories = accept(await forge.listInstallationRepositories(installation.id, { signal: scan }), validateRepositories, "repositories");
+      interrupted();
       if (repositories.kind === "problem") {
         problem(repositories.code, { installation: installation.id, ...repositories.fields });
         continue;
@@ -128,8 +138,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         await checkpoint();
         counts.repositories++;
         const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
-        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, { signal });
-        if (signal.aborted) throw new Stop("shutdown");
+        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, { signal: scan });
+        interrupted();
         const pulls = accept(listedPulls, validateOpenPullRequests, "pull_requests");
         if (pulls.kind === "problem") {
           problem(pulls.code, { installation: installation.id, repository: repository.id, ...pulls.fields });
@@ -142,7 +152,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
           const batch = pulls.items.slice(start, start + RECONCILE_QUEUE_BATCH);
           let outcome;
           try {
-            outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: deps.now() }));
+            outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: now() }));
           } catch (error) {
             problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
             break;
@@ -165,19 +175,22 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     }
     problem("unexpected", { error: (error as Error)?.name });
     return report("failure");
+  } finally {
+    await keeper.stop();
   }
   return report(problems.length === 0 ? "success" : "partial");
 }
 
 /** Removes every delivery record older than the retention, in bounded batches. A failure leaves them for the next attempt. */
-async function prune(deps: AttemptDeps, settings: AttemptSettings, signal: AbortSignal): Promise<number> {
-  const cutoff = deps.now() - settings.retentionMs;
+async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
+  const now = () => deps.clock.now();
+  const cutoff = now() - settings.retentionMs;
   let total = 0;
   for (;;) {
-    if (signal.aborted) throw new Stop("shutdown");
+    interrupted();
     let removed: number | null;
     try {
-      removed = await deps.store.execute(() => pruneDeliveryBatch(settings.lease, cutoff, deps.now()));
+      removed = await deps.store.execute(() => pruneDeliveryBatch(settings.lease, cutoff, now()));
     } catch (error) {
       deps.log.warn({ code: errorCode(error) }, "pruning expired delivery IDs failed; the next attempt retries");
       return total;
@@ -188,6 +201,40 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, signal: Abort
   }
   if (total > 0) deps.log.info({ pruned: total }, "expired delivery IDs pruned");
   return total;
+}
+
+/** Renews the lease every third of its TTL until stopped; calls onLost once when a renewal finds it gone. */
+function keepLease(deps: AttemptDeps, lease: ElectionLease, onLost: () => void): { stop(): Promise<void> } {
+  let timer: unknown = null;
+  let inFlight: Promise<void> | null = null;
+  let stopped = false;
+  const schedule = () => {
+    if (stopped) return;
+    timer = deps.clock.setTimeout(() => {
+      timer = null;
+      inFlight = (async () => {
+        let held = true;
+        try {
+          held = await deps.store.execute(() => renewElectionLease(lease, deps.clock.now()));
+        } catch {
+          // Not proof of loss: the next fenced write decides.
+        }
+        if (!held) onLost();
+        else schedule();
+      })().finally(() => {
+        inFlight = null;
+      });
+    }, Math.max(1, Math.floor(lease.ttlMs / 3)));
+  };
+  schedule();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer !== null) deps.clock.clearTimeout(timer);
+      timer = null;
+      await inFlight;
+    },
+  };
 }
 
 type Accepted<T> = { kind: "ok"; items: readonly T[] } | { kind: "problem"; code: string; fields: Record<string, unknown> };

@@ -241,6 +241,45 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(expiries[0]).toBe(clock.now() + INTERVAL_MS + RECONCILER_LEASE_TTL_MS);
   });
 
+  test("a single forge listing longer than the lease TTL keeps the lease through the background renewal", async () => {
+    const store = await setup();
+    const clock = manualClock();
+    let renewals = 0;
+    const forge = scriptedForge({
+      installations: async () => {
+        // The listing takes two TTLs; each third of a TTL the background renewal extends the lease.
+        for (let step = 0; step < 6; step++) {
+          clock.advance(RECONCILER_LEASE_TTL_MS / 3);
+          for (let i = 0; i < 2_000 && (await leaseRow(store))!.expires_at_ms !== clock.now() + RECONCILER_LEASE_TTL_MS; i++) await Bun.sleep(1);
+          if ((await leaseRow(store))!.expires_at_ms === clock.now() + RECONCILER_LEASE_TTL_MS) renewals++;
+        }
+        return whole([installationItem(1)]);
+      },
+    });
+    const t = make(store, forge, { clock });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", queued: 1 });
+    expect(renewals).toBe(6);
+    // The renewal timer is gone with the attempt.
+    expect(clock.pending()).toBe(0);
+  });
+
+  test("the background renewal finding the lease gone cuts the forge call short: partial", async () => {
+    const store = await setup();
+    const clock = manualClock();
+    const forge = scriptedForge({
+      installations: () => {
+        const signal = forge.signals.at(-1)!;
+        return new Promise<ListResult>((resolve) => {
+          signal.addEventListener("abort", () => resolve({ complete: false, cause: "transient", detail: "aborted", retryAfterMs: null }));
+          void store.execute(() => run("update leases set owner = 'another-process' where name = $1", RECONCILER_LEASE_NAME)).then(() => clock.advance(RECONCILER_LEASE_TTL_MS / 3));
+        });
+      },
+    });
+    const t = make(store, forge, { clock });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["lease_lost"], queued: 0 });
+    expect(forge.calls).toEqual(["installations"]);
+  });
+
   test("concurrent elections on one database elect exactly one owner", async () => {
     await setup();
     const contenders = Array.from({ length: 6 }, (_, i) => ({ store: openOne(), lease: { name: "race", owner: `p${i}`, ttlMs: 60_000 } }));

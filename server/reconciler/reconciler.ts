@@ -16,10 +16,13 @@ import { type AttemptDeps, type AttemptReport, runAttempt } from "./attempt.ts";
  * stop records nothing.
  */
 export const RECONCILER_LEASE_NAME = "reconciler";
-/** How long the lease lasts past its latest renewal while scanning; every installation and repository renews it. */
+/**
+ * How long the lease lasts past its latest renewal while scanning: every installation, repository and queueing transaction
+ * renews it, and so does a background renewal every third of it (a single long forge listing cannot outlast it).
+ */
 export const RECONCILER_LEASE_TTL_MS = 60_000;
 
-export type ReconcilerDeps = Omit<AttemptDeps, "now"> & {
+export type ReconcilerDeps = Omit<AttemptDeps, "clock"> & {
   readonly metrics: Pick<Metrics, "reconciliations" | "reconciliationLastSuccess">;
   readonly clock?: ProbeClock;
   /** This process's identity in the lease table (default: host, pid and a random suffix). */
@@ -56,7 +59,7 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
   let controller = new AbortController();
 
   async function attempt(): Promise<AttemptReport> {
-    const report = await runAttempt({ ...deps, now: () => clock.now() }, { lease, retentionMs: options.retentionMs }, controller.signal);
+    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs }, controller.signal);
     if (report.result === "unelected") return report;
     deps.metrics.reconciliations.inc({ result: report.result });
     const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, queued: report.queued, pruned: report.pruned };
