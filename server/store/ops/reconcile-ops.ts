@@ -85,9 +85,18 @@ export function* queueMissingWork(input: {
       continue;
     }
     if (!advanced.has(pull.headSha)) {
-      // Two pull requests on one head: the head advances once, each pull request gets its own evaluation.
-      const shared = yield* advanceSharedGeneration(repository, pull.headSha, now);
-      yield* queueHeadInvalidation(repository, pull.headSha, shared, now);
+      // A head this service never saw (a missed delivery) is new work: S advances with an exact-head invalidation (spec
+      // "Generations" 3). A head already seen and fully invalidated gets only a fresh evaluation (E below): re-running the
+      // invalidation would reset every managed check to in_progress at every scan although nothing about the head changed.
+      const head = yield* one<{ shared_generation: number; invalidated_generation: number }>(
+        "select shared_generation, invalidated_generation from head_generations where repository_id = $1 and head_sha = $2",
+        repository.repositoryId, pull.headSha,
+      );
+      if (head === null || head.shared_generation === 0 || head.invalidated_generation < head.shared_generation) {
+        // Two pull requests on one head: the head advances once, each pull request gets its own evaluation.
+        const shared = yield* advanceSharedGeneration(repository, pull.headSha, now);
+        yield* queueHeadInvalidation(repository, pull.headSha, shared, now);
+      }
       advanced.add(pull.headSha);
     }
     const evaluation = yield* advanceEvaluationGeneration(repository, pull.number, now);
