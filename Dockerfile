@@ -2,11 +2,11 @@
 #
 # From source (CI, any machine that reaches the registries):
 #   docker build --build-arg REVISION="$(git rev-parse HEAD)" --build-arg VERSION=0.1.0 \
-#     --build-arg SOURCE=https://example.com/your/repository -t codeowner-approval:0.1.0 .
+#     --build-arg SOURCE=https://example.com/your/repository -t codeowner-approval-service:0.1.0 .
 # From a binary built on the host from the same commit (no Bun download; what e2e/container runs with --network=none):
 #   BUILD_REVISION="$(git rev-parse HEAD)" bun run build
 #   podman build --target prebuilt --network=none --build-arg BASE_IMAGE=localhost/debian:bookworm-slim \
-#     --build-arg REVISION="$(git rev-parse HEAD)" --build-arg VERSION=0.1.0 -t codeowner-approval:0.1.0 .
+#     --build-arg REVISION="$(git rev-parse HEAD)" --build-arg VERSION=0.1.0 -t codeowner-approval-service:0.1.0 .
 #
 # No secret belongs in a build argument, a layer or an environment default: the App key, the webhook secret and the
 # database URL are mounted at run time as read-only files (see README "Deployment").
@@ -19,16 +19,16 @@ ARG BASE_IMAGE=docker.io/library/debian:bookworm-slim
 FROM ${BUN_IMAGE} AS build
 WORKDIR /src
 COPY package.json bun.lock bunfig.toml tsconfig.json ./
-RUN bun install --frozen-lockfile
+RUN test "$(bun --version)" = "1.4.4" && bun install --frozen-lockfile
 COPY scripts ./scripts
 COPY migrations ./migrations
 COPY server ./server
 COPY web ./web
+# `service demo` runs the forge simulator, so it is compiled in.
 COPY e2e/forge ./e2e/forge
 # The verified source commit (40 or 64 lowercase hex) baked into /api/runtime-identity as build_revision; empty: null.
 ARG REVISION=""
-RUN test "$(bun --version)" = "1.4.4" \
- && BUILD_REVISION="${REVISION}" bun run build \
+RUN BUILD_REVISION="${REVISION}" bun run build \
  && mkdir -p /out && cp dist/service /out/service
 
 # ---- rootfs: CA certificates, the C library the executable links, and a passwd entry for the fixed non-root user ----
