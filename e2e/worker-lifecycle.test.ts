@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { all, openStore } from "../server/store/index.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
+import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * The product's job end to end, in-process on both backends against the forge simulator: a pull request changing two owned
@@ -35,12 +35,16 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     // One managed check per head, ours only.
     expect(h.checks(head1)).toHaveLength(1);
     expect(h.checks(head2)).toHaveLength(1);
+    // Let the queue drain first: an approval's evaluation may run again (work merged while it ran) and publish once more.
+    let metrics = "";
+    await waitUntil(async () => {
+      metrics = await (await fetch(`${h.service.url}/metrics`)).text();
+      return /^service_queue_depth 0$/m.test(metrics);
+    }, "the queue to drain");
     const completed = h.transitions.filter((t) => t.status === "completed").map((t) => t.conclusion);
     expect(completed).toContain("success");
     expect(completed).toContain("failure");
-    // Metrics: conclusions counted; the queue drains; no label carries a repository, actor or path.
-    await Bun.sleep(200);
-    const metrics = await (await fetch(`${h.service.url}/metrics`)).text();
+    // Metrics: conclusions counted; the queue drained; no label carries a repository, actor or path.
     expect(metrics).toMatch(new RegExp(`^service_evaluations_total\\{conclusion="success"\\} ${completed.filter((c) => c === "success").length}$`, "m"));
     expect(metrics).toMatch(/^service_queue_depth 0$/m);
     expect(metrics).toMatch(/^service_evaluation_seconds_count [1-9]/m);
