@@ -114,6 +114,15 @@ describe("secrets", () => {
   });
   afterAll(async () => database.drop());
 
+  test("in production, database migrate and check need only the database URL (no App secrets)", () => {
+    const env = { SERVICE_ENVIRONMENT: "production", SERVICE_DATABASE_URL: database.url.replace("postgresql://postgres@", "postgresql://postgres:pw@") };
+    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
+    expect(runBinary(["database", "check"], env).exitCode).toBe(0);
+    const serve = runBinary(["serve"], env);
+    expect(serve.exitCode).toBe(2);
+    expect(serve.stderr).toContain("SERVICE_FORGE_APP_ID: is required in production");
+  });
+
   test("known secret values never appear in the service's output", async () => {
     const webhookSecret = "webhook-secret-CANARY-0123456789abcdef";
     const key = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();

@@ -47,7 +47,8 @@ async function main(argv: string[]): Promise<number> {
     out.stderr(`unknown command: ${[command, sub].filter(Boolean).join(" ")}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
-  const config = loadOrReport(process.env, out.stderr);
+  // database migrate/check need only the database settings: a migration job does not mount the App's secrets.
+  const config = loadOrReport(process.env, out.stderr, command === "database" ? "database" : "service");
   if (config === null) return EXIT_USAGE;
 
   if (command === "config") {

@@ -86,7 +86,11 @@ describe("Kubernetes example", () => {
         expect(names).not.toContain("SERVICE_DATABASE_URL");
         expect(names.filter((n) => /SECRET$|KEY$|PASSWORD/.test(n))).toEqual([]);
         expect(env.filter((e) => e.valueFrom !== undefined)).toEqual([]);
-        for (const name of ["SERVICE_FORGE_PRIVATE_KEY_FILE", "SERVICE_FORGE_WEBHOOK_SECRET_FILE", "SERVICE_DATABASE_URL_FILE"]) {
+        // The migration Job gets the database secret only; serve gets the App's secrets too.
+        const migration = container.args?.[0] === "database";
+        if (migration) expect(names.filter((n) => n.startsWith("SERVICE_FORGE_"))).toEqual([]);
+        const files = migration ? ["SERVICE_DATABASE_URL_FILE"] : ["SERVICE_FORGE_PRIVATE_KEY_FILE", "SERVICE_FORGE_WEBHOOK_SECRET_FILE", "SERVICE_DATABASE_URL_FILE"];
+        for (const name of files) {
           const path = env.find((e) => e.name === name)?.value;
           expect(path, `${kind}: ${name}`).toBeString();
           const file = secretFileAt(pod, container, path);
@@ -137,7 +141,7 @@ describe("Kubernetes example", () => {
         if (content === undefined || content === null) throw new Error(`ENOENT: ${path}`);
         return content;
       };
-      const config = loadConfig(env, { readFile });
+      const config = loadConfig(env, { readFile }, container.args?.[0] === "database" ? "database" : "service");
       expect(config.production, kind).toBe(true);
       expect(config.port).toBe(8080);
       expect(config.database).toMatchObject({ backend: "postgresql", host: "db.internal", tls: { mode: "verify-full", caFile: "/etc/codeowner-approval/database/ca.pem" } });

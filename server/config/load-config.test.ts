@@ -179,6 +179,17 @@ describe("production validation rejects", () => {
   });
 });
 
+describe("database scope", () => {
+  test("database migrate and check need no forge credentials in production, but every database rule still applies", () => {
+    const { SERVICE_FORGE_APP_ID: _a, SERVICE_FORGE_PRIVATE_KEY_FILE: _k, SERVICE_FORGE_WEBHOOK_SECRET_FILE: _w, ...databaseOnly } = PROD;
+    expect(loadConfig(databaseOnly, io, "database").database).toMatchObject({ backend: "postgresql", host: "db.internal" });
+    expect(() => loadConfig(databaseOnly, io)).toThrow(ConfigError);
+    expect(() => loadConfig({ ...databaseOnly, SERVICE_DATABASE_URL: "sqlite:./x.db" }, io, "database")).toThrow(/development only/);
+    expect(() => loadConfig({ ...databaseOnly, PGHOST: "x" }, io, "database")).toThrow(/ambient/);
+    expect(() => loadConfig({ ...databaseOnly, SERVICE_FORGE_WEBHOOK_SECRET_FILE: "/run/secrets/short" }, io, "database")).toThrow(/32 UTF-8 bytes/);
+  });
+});
+
 describe("other settings", () => {
   test("an unknown SERVICE_ variable is rejected by name", () => {
     expect(rejection({ SERVICE_WORKER_ENABLE: "true" }).variable).toBe("SERVICE_WORKER_ENABLE");

@@ -109,7 +109,13 @@ const MIN_SECRET_BYTES = 32;
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const defaultIo: ConfigIo = { readFile: (path) => readFileSync(path, "utf8") };
 
-export function loadConfig(env: Readonly<Record<string, string | undefined>>, io: ConfigIo = defaultIo): Config {
+/**
+ * scope "database" (for `database migrate` and `database check`): the forge credentials are not required even in production,
+ * so a migration job needs only the database secret; everything present is still validated and every other rule applies.
+ */
+export type ConfigScope = "service" | "database";
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>>, io: ConfigIo = defaultIo, scope: ConfigScope = "service"): Config {
   const known = new Set<string>(KNOWN_VARIABLES);
   for (const name of Object.keys(env).sort()) {
     if (name.startsWith("SERVICE_") && !known.has(name)) {
@@ -126,6 +132,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     throw new ConfigError("SERVICE_ENVIRONMENT", "must be a lowercase name such as production or development");
   }
   const production = environment === "production";
+  const requireForge = production && scope === "service";
 
   if (production) {
     // postgres.js (and libpq tools) read PG* variables as silent defaults: any of them, even empty, is an ambient override.
@@ -180,7 +187,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
       throw new ConfigError("SERVICE_FORGE_APP_ID", "must be a positive integer (the App's numeric ID)");
     }
     appId = Number(appIdText);
-  } else if (production) {
+  } else if (requireForge) {
     throw new ConfigError("SERVICE_FORGE_APP_ID", "is required in production");
   }
 
@@ -194,7 +201,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
       throw new ConfigError("SERVICE_FORGE_PRIVATE_KEY_FILE", "file must hold the App's RSA private key in PEM form");
     }
     privateKey = privateKeyText;
-  } else if (production) {
+  } else if (requireForge) {
     throw new ConfigError("SERVICE_FORGE_PRIVATE_KEY_FILE", "is required in production");
   }
   if ((appId === null) !== (privateKey === null)) {
@@ -209,7 +216,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     if (webhookSecret.byteLength < MIN_SECRET_BYTES) {
       throw new ConfigError("SERVICE_FORGE_WEBHOOK_SECRET_FILE", `secret must be at least ${MIN_SECRET_BYTES} UTF-8 bytes`);
     }
-  } else if (production) {
+  } else if (requireForge) {
     throw new ConfigError("SERVICE_FORGE_WEBHOOK_SECRET_FILE", "is required in production");
   }
 
