@@ -1,6 +1,5 @@
 import { defineConfig, devices } from "@playwright/test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -10,7 +9,14 @@ import { fileURLToPath } from "node:url";
  */
 // The config is evaluated again in every worker process: choose the port and data directory once and pass them on.
 process.env.E2E_SERVICE_PORT ??= String(38000 + Math.floor(Math.random() * 1000));
-process.env.E2E_SERVICE_DATA ??= mkdtempSync(join(tmpdir(), "svc-pw-"));
+if (!process.env.E2E_SERVICE_DATA) {
+  // A fixed folder under dist/ (git-ignored; not Playwright's outputDir, which it empties after loading the config), emptied
+  // per run, instead of a new temp folder every run.
+  const folder = join(fileURLToPath(new URL("..", import.meta.url)), "dist", "playwright-service");
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder, { recursive: true });
+  process.env.E2E_SERVICE_DATA = folder;
+}
 const port = Number(process.env.E2E_SERVICE_PORT);
 const data = process.env.E2E_SERVICE_DATA;
 const root = fileURLToPath(new URL("..", import.meta.url));
