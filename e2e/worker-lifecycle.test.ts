@@ -62,6 +62,23 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     }
   }, 60_000);
 
+  test("closing a pull request leaves its head with a completed result, not a check in progress", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" });
+    const before = h.transitions.length;
+    await sim.control.setPullRequestState({ ...pr, state: "closed" });
+    // The closing event resets the check (spec: any direct trigger), then the closed pull request's evaluation completes it.
+    const reset = () => h.transitions.findIndex((t, i) => i >= before && t.headSha === head && t.status === "in_progress");
+    await waitUntil(() => reset() !== -1, "the closing event's reset");
+    await waitUntil(() => h.transitions.some((t, i) => i > reset() && t.headSha === head && t.status === "completed"), "the closed pull request's result");
+    expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
+  }, 60_000);
+
   test("an approval of an older head does not count for the new head", async () => {
     h = await startServiceHarness(backend);
     const { sim, scenario } = h;

@@ -27,7 +27,9 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     throw gathered.error;
   }
   const { evidence, pullRequest } = gathered;
-  if (pullRequest.state !== "open") return { kind: "done", note: "pull request closed" };
+  // A closed (or merged) pull request is still evaluated: its closing event reset the check on its head, and publishing the
+  // decision again leaves that commit with a result instead of a check in progress forever. A head it shares with an open
+  // pull request is still never completed (sharedHeadWith below).
   if (pullRequest.headSha !== rowHead) {
     // The pull request moved since this work was queued: evaluate its live head instead (a new generation).
     await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: pullRequest.headSha }], ctx.now()));
