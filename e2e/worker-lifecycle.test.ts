@@ -79,6 +79,22 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
   }, 60_000);
 
+  test("closing one of two pull requests on a shared head lets the open one publish, and the closed one never overrides it", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
+    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    const twin = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "feature", author: "erin", title: "Twin" });
+    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "in_progress" });
+    await sim.control.setPullRequestState({ ...pr, number: twin.number, state: "closed" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" });
+    await Bun.sleep(500); // the closed twin's own evaluation has run by now
+    expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
+  }, 60_000);
+
   test("an approval of an older head does not count for the new head", async () => {
     h = await startServiceHarness(backend);
     const { sim, scenario } = h;

@@ -88,6 +88,10 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     await store.execute(() => recordLiveHead({ ...input.repository, pullNumber: input.pullNumber!, headSha: pull.headSha, now: deps.now() }));
     liveHeadQueued = true;
   }
-  await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }));
+  // A pull request that left the head (closed) may leave another open pull request alone on it: only the invalidation job,
+  // which fans evaluation out to the open pull requests on the head, may settle that generation.
+  if (pull.state === "open") {
+    await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }));
+  }
   return { reset, liveHeadQueued };
 }

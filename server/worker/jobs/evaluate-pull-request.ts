@@ -46,6 +46,8 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     return { kind: "done", note: "repository not enabled" };
   }
   if (decision.sharedHeadWith.length > 0) {
+    // A closed pull request leaves a head it shares with an open one alone: the open pull request's evaluation owns that check.
+    if (pullRequest.state !== "open") return { kind: "done", note: "closed; its head belongs to an open pull request" };
     // Never completed on a shared head (DESIGN 3.6): in_progress, naming the other pull request(s).
     const others = decision.sharedHeadWith.map((n) => `#${n}`).join(", ");
     const output = { title: `Waiting: this commit is also the head of ${others}`, summary: `${IN_PROGRESS_OUTPUT.summary}\n\nThis commit is the head of more than one open pull request (${others}); a check on a shared commit cannot be bound to one pull request, so it stays in progress until the other pull request closes or moves to a new commit.` };
