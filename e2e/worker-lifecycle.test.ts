@@ -10,6 +10,17 @@ import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/s
 describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
   let h: ServiceHarness;
   afterEach(async () => h?.stop());
+  const pullRequest = (number = h.scenario.pullNumber) => ({ owner: h.scenario.org, repo: h.scenario.repo, number });
+  /** Pushes a commit to the pull request and waits for its failing check (no one approved that head yet). */
+  const pushFailingHead = async (content: string) => {
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pullRequest(), files: { "src/a.ts": content } });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    return sha;
+  };
+  /** alice (docs owner) and bob (src/ owner) approve; together they satisfy both owner sets. */
+  const approveByBothOwners = async (number?: number, commitId?: string) => {
+    for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pullRequest(number), user, state: "APPROVED", ...(commitId ? { commitId } : {}) });
+  };
 
   test("fail, approve, succeed, new commit fails, approve the new head, succeed", async () => {
     h = await startServiceHarness(backend);
@@ -64,14 +75,11 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
 
   test("closing a pull request leaves its head with a completed result, not a check in progress", async () => {
     h = await startServiceHarness(backend);
-    const { sim, scenario } = h;
-    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
-    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
-    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    const head = await pushFailingHead("1\n");
+    await approveByBothOwners();
     await h.waitForCheck(head, { status: "completed", conclusion: "success" });
     const before = h.transitions.length;
-    await sim.control.setPullRequestState({ ...pr, state: "closed" });
+    await h.sim.control.setPullRequestState({ ...pullRequest(), state: "closed" });
     // The closing event resets the check (spec: any direct trigger), then the closed pull request's evaluation completes it.
     const reset = () => h.transitions.findIndex((t, i) => i >= before && t.headSha === head && t.status === "in_progress");
     await waitUntil(() => reset() !== -1, "the closing event's reset");
@@ -81,15 +89,11 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
 
   test("closing one of two pull requests on a shared head lets the open one publish, and the closed one never overrides it", async () => {
     h = await startServiceHarness(backend);
-    const { sim, scenario } = h;
-    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
-    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
-    const twin = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "feature", author: "erin", title: "Twin" });
-    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
-    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    const head = await pushFailingHead("1\n");
+    const twin = await h.sim.control.openPullRequest({ owner: h.scenario.org, repo: h.scenario.repo, head: "feature", author: "erin", title: "Twin" });
+    await approveByBothOwners();
     await h.waitForCheck(head, { status: "in_progress" });
-    await sim.control.setPullRequestState({ ...pr, number: twin.number, state: "closed" });
+    await h.sim.control.setPullRequestState({ ...pullRequest(twin.number), state: "closed" });
     await h.waitForCheck(head, { status: "completed", conclusion: "success" });
     await Bun.sleep(500); // the closed twin's own evaluation has run by now
     expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
@@ -97,13 +101,9 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
 
   test("an approval of an older head does not count for the new head", async () => {
     h = await startServiceHarness(backend);
-    const { sim, scenario } = h;
-    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
-    const { sha: head1 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(head1, { status: "completed", conclusion: "failure" });
-    const { sha: head2 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "2\n" } });
-    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED", commitId: head1 });
-    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED", commitId: head1 });
+    const head1 = await pushFailingHead("1\n");
+    const { sha: head2 } = await h.sim.control.pushToPullRequest({ ...pullRequest(), files: { "src/a.ts": "2\n" } });
+    await approveByBothOwners(undefined, head1);
     await h.waitForCheck(head2, { status: "completed", conclusion: "failure" });
     await Bun.sleep(300);
     expect(h.checks(head2)[0]!.conclusion).toBe("failure");
@@ -111,17 +111,12 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
 
   test("a head shared by two open pull requests never succeeds", async () => {
     h = await startServiceHarness(backend);
-    const { sim, scenario } = h;
-    const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
-    const { sha: head } = await sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    const head = await pushFailingHead("1\n");
     // A second pull request from the same branch: its head is the same commit.
-    const twin = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "feature", author: "erin", title: "Twin" });
+    const twin = await h.sim.control.openPullRequest({ owner: h.scenario.org, repo: h.scenario.repo, head: "feature", author: "erin", title: "Twin" });
     expect(twin.headSha).toBe(head);
-    await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
-    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
-    await sim.control.submitReview({ ...pr, number: twin.number, user: "alice", state: "APPROVED" });
-    await sim.control.submitReview({ ...pr, number: twin.number, user: "bob", state: "APPROVED" });
+    await approveByBothOwners();
+    await approveByBothOwners(twin.number);
     await h.waitForCheck(head, { status: "in_progress" });
     await Bun.sleep(500);
     const run = h.checks(head)[0]!;
