@@ -8,16 +8,36 @@ export type Row = Record<string, unknown>;
 /** SQL text, or one text per backend where the dialects differ (row locking: FOR UPDATE SKIP LOCKED exists only on PostgreSQL). */
 export type Sql = string | { readonly postgresql: string; readonly sqlite: string };
 export type Query = { readonly sql: Sql; readonly params: readonly unknown[]; readonly mode: "one" | "all" | "run" };
-export type Op<T> = Generator<Query, T, unknown>;
+/**
+ * Statements sent together: each may depend on the writes of the ones before it (same transaction), never on their result
+ * values in code. PostgreSQL pipelines a batch into one write and one round trip, together with the transaction's BEGIN
+ * when the batch opens it and with its COMMIT when the batch is `last` (the operation then returns without another
+ * statement, and must not fail after it: it is committed); SQLite runs the statements in order. The first failing statement
+ * fails the whole operation and nothing of it is kept.
+ */
+export type Batch = { readonly batch: readonly Query[]; readonly last: boolean };
+export type Step = Query | Batch;
+export type Op<T> = Generator<Step, T, unknown>;
 
-export function* one<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Query, T | null, unknown> {
-  return (yield { sql, params, mode: "one" }) as T | null;
+/** One statement for a batch; the result it contributes follows `mode` (the row or null, the rows, the changed count). */
+export function query(mode: Query["mode"], sql: Sql, ...params: unknown[]): Query {
+  return { sql, params, mode };
 }
-export function* all<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Query, T[], unknown> {
-  return (yield { sql, params, mode: "all" }) as T[];
+
+export function* one<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Step, T | null, unknown> {
+  return (yield query("one", sql, ...params)) as T | null;
 }
-export function* run(sql: Sql, ...params: unknown[]): Generator<Query, number, unknown> {
-  return (yield { sql, params, mode: "run" }) as number;
+export function* all<T extends Row = Row>(sql: Sql, ...params: unknown[]): Generator<Step, T[], unknown> {
+  return (yield query("all", sql, ...params)) as T[];
+}
+export function* run(sql: Sql, ...params: unknown[]): Generator<Step, number, unknown> {
+  return (yield query("run", sql, ...params)) as number;
+}
+export function* batch(queries: readonly Query[], options: { readonly last?: boolean } = {}): Generator<Step, unknown[], unknown> {
+  return (yield { batch: queries, last: options.last === true }) as unknown[];
+}
+export function isBatch(step: Step): step is Batch {
+  return "batch" in step;
 }
 
 /** Guard taken for the whole operation: the installation publication guard, exclusive, waited for at most timeoutMs. */

@@ -3,7 +3,7 @@ import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
-import type { Op, OpOptions } from "./op.ts";
+import { isBatch, type Op, type OpOptions, type Query } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -98,6 +98,15 @@ export function classify(error: unknown): Error {
   if (code === "28P01" || code === "28000") return new StoreError("unreachable", "the database refused the credentials");
   if (code === "3D000") return new StoreError("unreachable", "the database named in the URL does not exist");
   return error instanceof Error ? error : new Error("database error");
+}
+
+function shapeResult(query: Query, result: postgres.RowList<postgres.Row[]>): unknown {
+  return query.mode === "one" ? (result[0] ?? null) : query.mode === "all" ? [...result] : result.count;
+}
+
+/** postgres.js refuses undefined parameters only when it builds the message; refuse them before anything is sent. */
+function assertSendable(query: Query): void {
+  if (query.params.some((param) => param === undefined)) throw new Error("a store statement has an undefined parameter");
 }
 
 /** A transaction on a reserved connection (postgres.js offers begin() only on the pool, not on a reserved connection). */
@@ -195,9 +204,15 @@ export class PostgresStore implements Store {
    * with a lock_timeout of the given bound (workers take the same key shared around a check write).
    */
   async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
-    return this.withConnection((sql) =>
-      inTransaction(sql, async () => {
+    return this.withConnection(async (sql) => {
+      // BEGIN goes out in the same write as the operation's first statements, COMMIT with a last batch (op.ts): an
+      // acceptance is one round trip instead of one per statement.
+      let begin: Promise<unknown> | null = sql.unsafe("begin");
+      let ended = false;
+      try {
         if (options.exclusiveGuard) {
+          await begin;
+          begin = null;
           await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
           try {
             await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
@@ -210,13 +225,36 @@ export class PostgresStore implements Store {
         const steps = op();
         let step = steps.next();
         while (!step.done) {
-          const query = step.value;
-          const result = await sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true });
-          step = steps.next(query.mode === "one" ? (result[0] ?? null) : query.mode === "all" ? [...result] : result.count);
+          const value = step.value;
+          const queries = isBatch(value) ? value.batch : [value];
+          const last = isBatch(value) && value.last;
+          // Every statement is checked before any is sent: a statement the driver refused to send would otherwise let a
+          // pipelined COMMIT keep the ones around it.
+          for (const query of queries) assertSendable(query);
+          const opening = begin === null ? [] : [begin];
+          begin = null;
+          const sent = [
+            ...opening,
+            ...queries.map((query) => sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true })),
+            ...(last ? [sql.unsafe("commit")] : []),
+          ];
+          const settled = await Promise.allSettled(sent);
+          // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
+          ended = last;
+          const failed = settled.find((outcome) => outcome.status === "rejected");
+          if (failed) throw failed.reason;
+          const results = queries.map((query, i) => shapeResult(query, (settled[opening.length + i] as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value));
+          step = steps.next(isBatch(value) ? results : results[0]);
+          if (last && !step.done) throw new Error("an operation sent a statement after its last batch");
         }
+        if (!ended) await (begin === null ? sql.unsafe("commit") : Promise.all([begin, sql.unsafe("commit")]));
+        ended = true;
         return step.value;
-      }),
-    );
+      } catch (error) {
+        if (!ended) await sql.unsafe("rollback").catch(() => {});
+        throw error;
+      }
+    });
   }
 
   async schemaIdentity(): Promise<SchemaIdentity | null> {

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
-import type { Op, OpOptions, Query } from "./op.ts";
+import { isBatch, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { RwLock } from "./rw-lock.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
@@ -30,7 +30,11 @@ export class SqliteStore implements Store {
       return this.db.transaction(() => {
         const steps = op();
         let step = steps.next();
-        while (!step.done) step = steps.next(this.query(step.value));
+        while (!step.done) {
+          const last = isBatch(step.value) && step.value.last;
+          step = steps.next(this.step(step.value));
+          if (last && !step.done) throw new Error("an operation sent a statement after its last batch");
+        }
         return step.value;
       }).immediate();
     } finally {
@@ -55,6 +59,11 @@ export class SqliteStore implements Store {
       releaseInstallation();
       throw error;
     }
+  }
+
+  /** A batch runs in order in the same synchronous transaction: SQLite has no round trips to save. */
+  private step(step: Step): unknown {
+    return isBatch(step) ? step.batch.map((query) => this.query(query)) : this.query(step);
   }
 
   private query(query: Query): unknown {

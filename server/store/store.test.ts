@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { acquire } from "./postgres.ts";
-import { assertCompatible, compatibilityProblem, MIGRATION_HEAD, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
+import { all, assertCompatible, batch, compatibilityProblem, MIGRATION_HEAD, query, run, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
 
 /** Raw SQL for arranging test state that no store operation creates yet; both dialects accept these statements. */
 async function raw(store: Store, statement: string): Promise<void> {
@@ -102,6 +102,57 @@ describe.each(BACKENDS)("store contract on %s", (backend) => {
     await migrateDatabase(database.target, 1);
     const store = open();
     await expect(raw(store, `INSERT INTO jobs (kind, priority, installation_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('evaluation', 0, 1, 0, 0, 0)`)).rejects.toThrow();
+  });
+
+  test("a batch's statements see each other's writes and each gives its own result", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await raw(store, "create table scratch (k text primary key, v integer not null)");
+    const results = await store.execute(function* () {
+      return yield* batch([
+        query("one", "insert into scratch (k, v) values ($1, $2) returning v", "a", 1),
+        query("run", "update scratch set v = v + 1 where k = $1", "a"),
+        query("one", "select v from scratch where k = $1", "a"),
+        query("all", "select k from scratch order by k"),
+        query("one", "select v from scratch where k = $1", "missing"),
+      ], { last: true });
+    });
+    expect(results).toEqual([{ v: 1 }, 1, { v: 2 }, [{ k: "a" }], null]);
+  });
+
+  test("a failing statement in a committing batch keeps nothing of the operation", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await raw(store, "create table scratch (k text primary key, v integer not null)");
+    await store.execute(() => run("insert into scratch (k, v) values ($1, $2)", "a", 1));
+    const failing = store.execute(function* () {
+      yield* run("insert into scratch (k, v) values ($1, $2)", "b", 1);
+      yield* batch([
+        query("run", "insert into scratch (k, v) values ($1, $2)", "c", 1),
+        query("run", "insert into scratch (k, v) values ($1, $2)", "a", 2),
+        query("run", "insert into scratch (k, v) values ($1, $2)", "d", 1),
+      ], { last: true });
+    });
+    await expect(failing).rejects.toThrow();
+    expect(await store.execute(() => all("select k, v from scratch order by k"))).toEqual([{ k: "a", v: 1 }]);
+    // The connection is usable again (on PostgreSQL: not left inside an aborted transaction).
+    await store.execute(() => run("insert into scratch (k, v) values ($1, $2)", "e", 1));
+    expect((await store.execute(() => all("select k from scratch order by k"))).map((r) => r.k)).toEqual(["a", "e"]);
+  });
+
+  test("an operation that sends a statement after its last batch is refused", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    const store = open();
+    await raw(store, "create table scratch (k text primary key, v integer not null)");
+    const misuse = store.execute(function* () {
+      yield* batch([query("run", "insert into scratch (k, v) values ($1, $2)", "a", 1)], { last: true });
+      yield* run("insert into scratch (k, v) values ($1, $2)", "b", 1);
+    });
+    await expect(misuse).rejects.toThrow("after its last batch");
+    expect((await store.execute(() => all("select k from scratch"))).map((r) => r.k)).not.toContain("b");
   });
 
   test("only one live evaluation row exists per pull request", async () => {

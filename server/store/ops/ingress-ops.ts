@@ -1,4 +1,4 @@
-import { one, type Op, run } from "../op.ts";
+import { batch, one, type Op, query, run } from "../op.ts";
 import {
   advanceAuthorityEpoch, advanceHeadAndQueue, currentAuthorityEpoch, readDelivery, queueInstallationFanout, queueRepositoryFanout,
   type RepositoryRef, retainDelivery,
@@ -38,30 +38,43 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
     }
     return { kind: "duplicate", headSha: stored?.head_sha ?? null, sharedGeneration: stored?.shared_generation ?? null, pullNumber: stored?.pull_number ?? null, invalidationPending: pending };
   }
-  const shared = yield* advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now);
-  yield* run("update webhook_deliveries set shared_generation = $1 where delivery_id = $2", shared, input.deliveryId);
-  return { kind: "accepted", sharedGeneration: shared };
+  // Everything else in one batch that also commits: with the delivery insert, acceptance is two round trips on PostgreSQL.
+  const [advanced] = yield* batch([
+    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now),
+    query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
+  ], { last: true });
+  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation };
 }
 
 /** A fast path found the pull request on another (live) head: that head's generations advance and it is queued. */
 export function* recordLiveHead(input: RepositoryRef & { readonly pullNumber: number; readonly headSha: string; readonly now: number }): Op<number> {
-  return yield* advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now);
+  const [advanced] = yield* batch(advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now), { last: true });
+  return (advanced as { shared_generation: number }).shared_generation;
 }
 
 /**
  * The fast path reset (or rightly skipped) the managed check for `generation`: I := max(I, generation). When that catches I
- * up with S, the pending exact-head invalidation row has nothing left to do and goes (a leased one is the worker's).
+ * up with S, the pending exact-head invalidation row has nothing left to do and goes (a leased one is the worker's). One
+ * batch; `last` when it is the whole operation (it then commits with it).
  */
-export function* markHeadInvalidated(input: { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number }): Op<boolean> {
-  const row = yield* one<{ shared_generation: number; invalidated_generation: number }>(
-    `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4
-     where repository_id = $1 and head_sha = $2 and $3 <= shared_generation
-     returning shared_generation, invalidated_generation`,
-    input.repositoryId, input.headSha, input.generation, input.now,
-  );
-  if (row === null || row.invalidated_generation < row.shared_generation) return false;
-  yield* run("delete from jobs where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2", input.repositoryId, input.headSha);
-  return true;
+export function* markHeadInvalidated(input: { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number }, options: { readonly last?: boolean } = {}): Op<boolean> {
+  const [row] = yield* batch([
+    query(
+      "one",
+      `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4
+       where repository_id = $1 and head_sha = $2 and $3 <= shared_generation
+       returning shared_generation, invalidated_generation`,
+      input.repositoryId, input.headSha, input.generation, input.now,
+    ),
+    query(
+      "run",
+      `delete from jobs where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2
+       and exists (select 1 from head_generations where repository_id = $1 and head_sha = $2 and $3 <= shared_generation and invalidated_generation >= shared_generation)`,
+      input.repositoryId, input.headSha, input.generation,
+    ),
+  ], options);
+  const head = row as { shared_generation: number; invalidated_generation: number } | null;
+  return head !== null && head.invalidated_generation >= head.shared_generation;
 }
 
 export type AuthorityScope =

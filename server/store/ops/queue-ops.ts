@@ -1,5 +1,5 @@
-import { all, one, type Op, run } from "../op.ts";
-import { advanceEvaluationGeneration, currentAuthorityEpoch, queueEvaluation, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
+import { all, batch, one, type Op, run } from "../op.ts";
+import { currentAuthorityEpoch, evaluationAdvanceQueries, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
 /**
  * Queue operations of the worker (spec "Queue rows"; DESIGN 4).
@@ -108,11 +108,7 @@ export function* readFences(input: { jobId: number; owner: string; installationI
 
 /** Supersedes each pull request's evaluation generation and queues its evaluation at the current authority epoch. */
 export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
-  const epoch = yield* currentAuthorityEpoch(repository.installationId, now);
-  for (const pull of pulls) {
-    const generation = yield* advanceEvaluationGeneration(repository, pull.number, now);
-    yield* queueEvaluation(repository, pull.number, pull.headSha, generation, epoch, now);
-  }
+  if (pulls.length > 0) yield* batch(pulls.flatMap((pull) => evaluationAdvanceQueries(repository, pull.number, pull.headSha, now)));
 }
 
 /** Installation-wide work split into one repository-wide row per repository (their own fences), in one transaction. */

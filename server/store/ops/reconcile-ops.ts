@@ -1,7 +1,5 @@
-import { all, one, type Op, run } from "../op.ts";
-import {
-  advanceEvaluationGeneration, advanceSharedGeneration, currentAuthorityEpoch, queueEvaluation, queueHeadInvalidation, type RepositoryRef,
-} from "./work-rows.ts";
+import { all, batch, one, type Op, run } from "../op.ts";
+import { evaluationAdvanceQueries, headAdvanceQueries, type RepositoryRef } from "./work-rows.ts";
 
 /**
  * Store operations of the reconciler (spec "Reconciliation attempt", "Webhook delivery record" retention, "Generations" 3;
@@ -78,7 +76,6 @@ export function* queueMissingWork(input: {
   const advanced = new Set<string>();
   let queued = 0;
   let kept = 0;
-  let epoch: number | null = null;
   for (const pull of input.pulls) {
     if (evaluating.has(pull.number) || invalidating.has(pull.headSha)) {
       kept++;
@@ -94,14 +91,11 @@ export function* queueMissingWork(input: {
       );
       if (head === null || head.shared_generation === 0 || head.invalidated_generation < head.shared_generation) {
         // Two pull requests on one head: the head advances once, each pull request gets its own evaluation.
-        const shared = yield* advanceSharedGeneration(repository, pull.headSha, now);
-        yield* queueHeadInvalidation(repository, pull.headSha, shared, now);
+        yield* batch(headAdvanceQueries(repository, pull.headSha, now));
       }
       advanced.add(pull.headSha);
     }
-    const evaluation = yield* advanceEvaluationGeneration(repository, pull.number, now);
-    epoch ??= yield* currentAuthorityEpoch(repository.installationId, now);
-    yield* queueEvaluation(repository, pull.number, pull.headSha, evaluation, epoch, now);
+    yield* batch(evaluationAdvanceQueries(repository, pull.number, pull.headSha, now));
     queued++;
   }
   return { kind: "queued", queued, kept };

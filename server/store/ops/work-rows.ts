@@ -1,4 +1,4 @@
-import { one, type Op, run } from "../op.ts";
+import { one, type Op, type Query, query, run } from "../op.ts";
 
 /**
  * Building blocks shared by the acceptance operations: delivery retention, generation advances and work-row upserts.
@@ -35,28 +35,28 @@ export function* readDelivery(deliveryId: string): Op<DeliveryRow | null> {
   );
 }
 
-/** S(head) := S + 1. Returns the new shared generation. */
-export function* advanceSharedGeneration(repo: RepositoryRef, headSha: string, now: number): Op<number> {
-  const row = yield* one<{ shared_generation: number }>(
+/** S(head) := S + 1; the statement's row carries the new shared generation. */
+function advanceSharedGeneration(repo: RepositoryRef, headSha: string, now: number): Query {
+  return query(
+    "one",
     `insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms)
      values ($1, $2, $3, 1, 0, $4)
      on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
      returning shared_generation`,
     repo.installationId, repo.repositoryId, headSha, now,
   );
-  return row!.shared_generation;
 }
 
-/** E(pull) := E + 1. Returns the new evaluation generation. */
-export function* advanceEvaluationGeneration(repo: RepositoryRef, pullNumber: number, now: number): Op<number> {
-  const row = yield* one<{ evaluation_generation: number }>(
+/** E(pull) := E + 1; the statement's row carries the new evaluation generation. */
+function advanceEvaluationGeneration(repo: RepositoryRef, pullNumber: number, now: number): Query {
+  return query(
+    "one",
     `insert into pull_generations (installation_id, repository_id, pull_number, evaluation_generation, updated_at_ms)
      values ($1, $2, $3, 1, $4)
      on conflict (repository_id, pull_number) do update set evaluation_generation = pull_generations.evaluation_generation + 1, updated_at_ms = excluded.updated_at_ms
      returning evaluation_generation`,
     repo.installationId, repo.repositoryId, pullNumber, now,
   );
-  return row!.evaluation_generation;
 }
 
 /** A(installation), 0 before the first authority event (which creates the row). A read: no row lock, no write. */
@@ -79,25 +79,41 @@ export function* advanceAuthorityEpoch(installationId: number, now: number): Op<
 const MERGE = `merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
   run_at_ms = case when jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end`;
 
-export function* queueHeadInvalidation(repo: RepositoryRef, headSha: string, sharedGeneration: number, now: number): Op<void> {
-  yield* run(
+/** The exact-head invalidation row at the head's current shared generation (read in the statement: it can be batched). */
+function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number): Query {
+  return query(
+    "run",
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-     values ('head_invalidation', 0, $1, $2, $3, $4, $5, $6, $7, $7, $7)
+     values ('head_invalidation', 0, $1, $2, $3, $4, $5, (select shared_generation from head_generations where repository_id = $2 and head_sha = $5), $6, $6, $6)
      on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
      do update set shared_generation = excluded.shared_generation, ${MERGE}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, sharedGeneration, now,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, now,
   );
 }
 
-export function* queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, evaluationGeneration: number, authorityEpoch: number, now: number): Op<void> {
-  yield* run(
+/** The evaluation row at the pull request's current evaluation generation and the installation's current authority epoch. */
+function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, now: number): Query {
+  return query(
+    "run",
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
-     values ('evaluation', 4, $1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9)
+     values ('evaluation', 4, $1, $2, $3, $4, $5, $6,
+       (select evaluation_generation from pull_generations where repository_id = $2 and pull_number = $5),
+       coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $7, $7, $7)
      on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
      do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
        repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, evaluationGeneration, authorityEpoch, now,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now,
   );
+}
+
+/** S(head) := S + 1 and the exact-head invalidation at the new S (spec "Generations" 1); the first row carries the new S. */
+export function headAdvanceQueries(repo: RepositoryRef, headSha: string, now: number): Query[] {
+  return [advanceSharedGeneration(repo, headSha, now), queueHeadInvalidation(repo, headSha, now)];
+}
+
+/** E(pull) := E + 1 and its evaluation at the new E and the current authority epoch (spec "Generations" 2). */
+export function evaluationAdvanceQueries(repo: RepositoryRef, pullNumber: number, headSha: string, now: number): Query[] {
+  return [advanceEvaluationGeneration(repo, pullNumber, now), queueEvaluation(repo, pullNumber, headSha, now)];
 }
 
 export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: number, now: number): Op<void> {
@@ -124,15 +140,8 @@ export function* queueInstallationFanout(installationId: number, authorityEpoch:
 
 /**
  * Advances the head's shared generation and the pull request's evaluation generation and queues the exact-head invalidation
- * and the evaluation (spec "Generations" 1 and 2). Returns the new shared generation.
+ * and the evaluation (spec "Generations" 1 and 2), as one batch; its first row carries the new shared generation.
  */
-export function* advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number): Op<number> {
-  const shared = yield* advanceSharedGeneration(repo, headSha, now);
-  yield* queueHeadInvalidation(repo, headSha, shared, now);
-  if (pullNumber !== null) {
-    const evaluation = yield* advanceEvaluationGeneration(repo, pullNumber, now);
-    const epoch = yield* currentAuthorityEpoch(repo.installationId, now);
-    yield* queueEvaluation(repo, pullNumber, headSha, evaluation, epoch, now);
-  }
-  return shared;
+export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number): Query[] {
+  return [...headAdvanceQueries(repo, headSha, now), ...(pullNumber === null ? [] : evaluationAdvanceQueries(repo, pullNumber, headSha, now))];
 }
