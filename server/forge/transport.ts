@@ -17,6 +17,16 @@ export const CONDITIONAL_CACHE_ENTRIES = 512;
 /** Approximate bytes of response bodies kept for conditional requests. */
 export const CONDITIONAL_CACHE_BYTES = 32 * 1024 * 1024;
 
+/** How long a token from @octokit/auth-app is used before asking it again (it mints a new one when its own cache says so). */
+const TOKEN_RECHECK_MS = 60_000;
+/** A token is never used this close to its expiry. */
+const TOKEN_EXPIRY_MARGIN_MS = 5 * 60_000;
+
+/** RFC 6570 simple expansion of one value, as @octokit/endpoint encodes path parameters. */
+function encodeUnreserved(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
 export interface TransportOptions {
   apiUrl: string;
   appId: number;
@@ -40,7 +50,6 @@ export interface CallOptions {
 
 export interface ForgeResponse { data: unknown; headers: Record<string, string | number | undefined>; status: number }
 
-type OctokitInstance = InstanceType<typeof Octokit>;
 
 export interface Transport {
   readonly appId: number;
@@ -68,23 +77,76 @@ export function createTransport(options: TransportOptions): Transport {
     request: { fetch: timeoutFetch },
   });
   const app = new App({ appId: options.appId, privateKey: options.privateKey, Octokit: ForgeOctokit, log: quiet });
-  const clients = new Map<number, { token: string; octokit: OctokitInstance }>();
+  const userAgent = options.userAgent ?? "codeowner-approval-service";
+  const baseUrl = options.apiUrl.replace(/\/+$/, "");
+  // Each installation's token as @octokit/auth-app last gave it, asked again at most once a TOKEN_RECHECK_MS (auth-app
+  // keeps the token itself and decides when to mint a new one) and at once after a 401.
+  const tokens = new Map<number, { token: string; recheckAt: number }>();
   const stale = new Set<number>();
 
-  async function octokitFor(installationId: number): Promise<OctokitInstance> {
+  async function tokenFor(installationId: number): Promise<string> {
     const refresh = stale.delete(installationId);
-    let token: string;
+    const known = tokens.get(installationId);
+    if (!refresh && known && Date.now() < known.recheckAt) return known.token;
     try {
-      const auth = (await app.octokit.auth({ type: "installation", installationId, permissions: { ...INSTALLATION_PERMISSIONS }, refresh })) as { token: string };
-      token = auth.token;
+      const auth = (await app.octokit.auth({ type: "installation", installationId, permissions: { ...INSTALLATION_PERMISSIONS }, refresh })) as { token: string; expiresAt?: string };
+      const expiresAt = auth.expiresAt ? Date.parse(auth.expiresAt) : Number.NaN;
+      const recheckAt = Math.min(Date.now() + TOKEN_RECHECK_MS, Number.isNaN(expiresAt) ? Number.POSITIVE_INFINITY : expiresAt - TOKEN_EXPIRY_MARGIN_MS);
+      tokens.set(installationId, { token: auth.token, recheckAt });
+      return auth.token;
     } catch (error) {
       throw report(error, "POST /app/installations/{installation_id}/access_tokens");
     }
-    const cached = clients.get(installationId);
-    if (cached?.token === token) return cached.octokit;
-    const octokit = new ForgeOctokit({ auth: token, log: quiet });
-    clients.set(installationId, { token, octokit });
-    return octokit;
+  }
+
+  /**
+   * One installation request with fetch. Written by hand instead of going through Octokit's request pipeline: under webhook
+   * load that pipeline (endpoint merging, URL-template expansion, the hook chain, a RequestError built for every 304) cost
+   * several times the request itself (issue 5 profile). Same wire format as @octokit/request: path parameters percent-encoded
+   * as RFC 6570 simple expansion, the others in the query (GET) or a JSON body, JSON parsed when the response says so.
+   */
+  async function fetchInstallation(token: string, route: string, params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<ForgeResponse> {
+    const space = route.indexOf(" ");
+    const method = route.slice(0, space);
+    const rest: Record<string, unknown> = { ...params };
+    delete rest.headers;
+    const path = route.slice(space + 1).replace(/\{(\w+)\}/g, (_match, name: string) => {
+      const value = rest[name];
+      delete rest[name];
+      return encodeUnreserved(String(value));
+    });
+    const fields = Object.entries(rest).filter(([, value]) => value !== undefined);
+    const read = method === "GET" || method === "HEAD";
+    const query = read && fields.length > 0 ? `?${fields.map(([name, value]) => `${name}=${encodeURIComponent(String(value))}`).join("&")}` : "";
+    const timeout = AbortSignal.timeout(options.requestTimeoutMs);
+    const response = await baseFetch(`${baseUrl}${path}${query}`, {
+      method,
+      headers: {
+        accept: "application/vnd.github.v3+json",
+        "user-agent": userAgent,
+        "x-github-api-version": FORGE_API_VERSION,
+        authorization: `token ${token}`,
+        ...(read || fields.length === 0 ? {} : { "content-type": "application/json; charset=utf-8" }),
+        ...headers,
+      },
+      ...(read || fields.length === 0 ? {} : { body: JSON.stringify(Object.fromEntries(fields)) }),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    const responseHeaders: ForgeResponse["headers"] = Object.fromEntries(response.headers);
+    if (response.status === 304 || response.status >= 400) {
+      await response.arrayBuffer().catch(() => {});
+      throw Object.assign(new Error(`status ${response.status}`), { status: response.status, response: { status: response.status, headers: responseHeaders } });
+    }
+    const text = await response.text();
+    let data: unknown = text;
+    if (/application\/json/.test(String(responseHeaders["content-type"] ?? ""))) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        // A truncated or malformed JSON body stays a string: callers treat a non-object as an invalid body (transient).
+      }
+    }
+    return { data, headers: responseHeaders, status: response.status };
   }
 
   function report(error: unknown, route: string): ForgeError {
@@ -112,17 +174,18 @@ export function createTransport(options: TransportOptions): Transport {
     while (conditional.size > CONDITIONAL_CACHE_ENTRIES || conditionalBytes > CONDITIONAL_CACHE_BYTES) forget(conditional.keys().next().value!);
   };
 
-  async function send(octokit: OctokitInstance, scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined): Promise<ForgeResponse> {
+  type Exchange = (params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<ForgeResponse>;
+
+  async function send(scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined, exchange: Exchange): Promise<ForgeResponse> {
     if (call?.counter) call.counter.requests += 1;
     const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
     const kept = key ? conditional.get(key) : undefined;
     const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
     try {
-      const response = await octokit.request(route, { ...params, headers, ...(call?.signal ? { request: { signal: call.signal } } : {}) });
-      const result: ForgeResponse = { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
+      const result = await exchange(params, headers, call?.signal);
       const etag = result.headers.etag;
       // Only parsed JSON is kept: a truncated body arrives as a string and must never be revalidated into use.
-      if (key && typeof etag === "string" && response.status === 200 && typeof result.data === "object" && result.data !== null) {
+      if (key && typeof etag === "string" && result.status === 200 && typeof result.data === "object" && result.data !== null) {
         const length = Number(result.headers["content-length"]);
         keep(key, { etag, response: result, bytes: Number.isSafeInteger(length) && length > 0 ? length : JSON.stringify(result.data, (_k, v) => (typeof v === "bigint" ? String(v) : v)).length });
       }
@@ -141,11 +204,15 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     appId: options.appId,
-    app: (route, params, call) => send(app.octokit, "app", route, params, call),
+    app: (route, params, call) =>
+      send("app", route, params, call, async (rest, headers, signal) => {
+        const response = await app.octokit.request(route, { ...rest, headers, ...(signal ? { request: { signal } } : {}) });
+        return { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
+      }),
     async installation(installationId, route, params, call) {
-      const octokit = await octokitFor(installationId);
+      const token = await tokenFor(installationId);
       try {
-        return await send(octokit, `installation:${installationId}`, route, params, call);
+        return await send(`installation:${installationId}`, route, params, call, (rest, headers, signal) => fetchInstallation(token, route, rest, headers, signal));
       } catch (error) {
         if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
         throw error;

@@ -91,7 +91,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   // A pull request that left the head (closed) may leave another open pull request alone on it: only the invalidation job,
   // which fans evaluation out to the open pull requests on the head, may settle that generation.
   if (pull.state === "open") {
-    await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }));
+    await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }, { last: true }));
   }
   return { reset, liveHeadQueued };
 }
