@@ -5,7 +5,7 @@
  * Baseline in the same run: the raw PostgreSQL rate of a two-row insert transaction at the same concurrency (postgres.js).
  * Prints JSON. Needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster) and dist/service.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -27,7 +27,48 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function drive(concurrency: number, total: number, once: (i: number) => Promise<void>) {
+/** CPU milliseconds (user + system) a process has used so far, from /proc (Linux; clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL server's processes: the postmaster (TEST_POSTGRES_DIR, set by scripts/pg-cluster.sh) and its children. */
+function postgresPids(): number[] {
+  const dir = process.env.TEST_POSTGRES_DIR;
+  if (!dir) return [];
+  const postmaster = Number(readFileSync(join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+  const pids = [postmaster];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(readFileSync(`/proc/${entry}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]) === postmaster) pids.push(Number(entry));
+    } catch {}
+  }
+  return pids;
+}
+
+/** Where the CPU went during one measured run: milliseconds of CPU per request, per process (a backend that exits mid-run is missed). */
+function cpuMeter(processes: Record<string, number>) {
+  const read = () => {
+    const own = process.cpuUsage();
+    const values: Record<string, number> = { load_generator: (own.user + own.system) / 1000, postgresql: postgresPids().reduce((sum, pid) => sum + processCpuMs(pid), 0) };
+    for (const [name, pid] of Object.entries(processes)) values[name] = processCpuMs(pid);
+    return values;
+  };
+  const before = read();
+  return (requests: number) => {
+    const after = read();
+    return Object.fromEntries(Object.keys(after).map((name) => [name, +((after[name]! - before[name]!) / requests).toFixed(3)]));
+  };
+}
+
+async function drive(concurrency: number, total: number, once: (i: number) => Promise<void>, processes: Record<string, number> = {}) {
+  const meter = cpuMeter(processes);
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -41,7 +82,7 @@ async function drive(concurrency: number, total: number, once: (i: number) => Pr
   }));
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { per_second: Math.round(total / seconds), p50_ms: +percentile(latencies, 50).toFixed(2), p99_ms: +percentile(latencies, 99).toFixed(2) };
+  return { per_second: Math.round(total / seconds), p50_ms: +percentile(latencies, 50).toFixed(2), p99_ms: +percentile(latencies, 99).toFixed(2), cpu_ms_per_request: meter(total) };
 }
 
 ensureBinary();
@@ -69,7 +110,9 @@ const env = {
   SERVICE_WORKER_ENABLED: "false", SERVICE_RECONCILE_ENABLED: "false", SERVICE_LOG_LEVEL: "info",
 };
 if (runBinary(["database", "migrate"], env).exitCode !== 0) throw new Error("migrate failed");
-const service = await startBinary(env);
+// BENCH_SERVICE_COMMAND (a program taking the binary's arguments, e.g. a wrapper running `bun --cpu-prof-md server/main.ts`)
+// lets a profiler watch the service under exactly this load.
+const service = await startBinary(env, process.env.BENCH_SERVICE_COMMAND ? { binary: process.env.BENCH_SERVICE_COMMAND } : {});
 
 // ~25 KB: a realistic pull_request payload whose body text carries the bulk, as long descriptions do.
 const payloads = seeded.pulls.map((pull) => {
@@ -103,7 +146,7 @@ const baselineOnce = async () => {
 const results = [];
 for (const level of LEVELS) {
   const baseline = await drive(level.concurrency, level.requests, baselineOnce);
-  const ingest = await drive(level.concurrency, level.requests, send);
+  const ingest = await drive(level.concurrency, level.requests, send, { service: service.process.pid, simulator: simulator.pid });
   results.push({ concurrency: level.concurrency, requests: level.requests, ingest, baseline_two_row_insert: baseline, ingest_vs_baseline: +(ingest.per_second / baseline.per_second).toFixed(3) });
 }
 await sql.end();
