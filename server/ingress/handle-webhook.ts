@@ -1,6 +1,6 @@
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, type Store, StoreError } from "../store/index.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import { type FastPathDeps, type FastPathInput, runFastPath } from "./fast-path.ts";
 import { MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
@@ -47,7 +47,7 @@ export async function handleWebhook(deps: WebhookDeps, request: Request): Promis
   const declared = parseContentLength(request.headers.get("content-length"));
   if (declared === "invalid") return failure(400, "content_length");
   if (declared !== null && declared > MAX_WEBHOOK_BODY_BYTES) return failure(413, "too_large");
-  const read = await readBodyCapped(request.body, MAX_WEBHOOK_BODY_BYTES);
+  const read = await readBodyCapped(request, declared, MAX_WEBHOOK_BODY_BYTES);
   if (read.kind === "too_large") return failure(413, "too_large");
   if (read.kind === "failed" || (declared !== null && read.bytes.byteLength !== declared)) return failure(400, "content_length");
   if (!verifySignature(deps.secret, read.bytes, signature)) return failure(401, "signature");
@@ -112,9 +112,10 @@ async function acceptOnce(
       return { status: 202, body: { accepted: true, queued: true } };
     }
     // A retained duplicate: the fast path is retried only while its invalidation is still pending.
-    if (!outcome.invalidationPending || outcome.headSha === null || outcome.sharedGeneration === null) return { status: 202, body: { accepted: false, queued: false } };
+    const duplicate = await deps.store.execute(() => readDuplicateDelivery(delivery.deliveryId));
+    if (!duplicate.invalidationPending || duplicate.headSha === null || duplicate.sharedGeneration === null) return { status: 202, body: { accepted: false, queued: false } };
     if (deps.fastPath === null) return failure(503, "not_configured");
-    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: outcome.pullNumber, headSha: outcome.headSha, sharedGeneration: outcome.sharedGeneration });
+    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: duplicate.pullNumber, headSha: duplicate.headSha, sharedGeneration: duplicate.sharedGeneration });
     return { status: 202, body: { accepted: false, queued: result !== null && (result.reset || result.liveHeadQueued) } };
   } catch (error) {
     if (mapping.kind === "authority" && error instanceof StoreError && error.code === "guard_timeout") {

@@ -72,6 +72,14 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
       }
       expect(await failures("content_length")).toBe(4);
     });
+    test("a body shorter or longer than its declared Content-Length is 400", async () => {
+      h = await ingressHarness(backend);
+      const length = JSON.stringify({ zen: "x" }).length;
+      for (const declared of [length - 1, length + 1]) {
+        expect((await h.send("ping", "d1", { zen: "x" }, { headers: { "content-length": String(declared) } })).status).toBe(400);
+      }
+      expect(await failures("content_length")).toBe(2);
+    });
     test("a declared Content-Length over 10 MiB is 413 without reading the body", async () => {
       h = await ingressHarness(backend);
       let pulled = 0;

@@ -4,7 +4,17 @@
  */
 export type BodyRead = { kind: "ok"; bytes: Uint8Array } | { kind: "too_large" } | { kind: "failed" };
 
-export async function readBodyCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<BodyRead> {
+export async function readBodyCapped(request: Request, declared: number | null, limit: number): Promise<BodyRead> {
+  if (declared !== null && declared <= limit) {
+    // A declared length within the limit bounds the body by HTTP framing, so it is read whole in one native call (the
+    // streaming reader below costs several times more per request under webhook load).
+    try {
+      return { kind: "ok", bytes: new Uint8Array(await request.arrayBuffer()) };
+    } catch {
+      return { kind: "failed" };
+    }
+  }
+  const body = request.body;
   if (body === null) return { kind: "ok", bytes: new Uint8Array(0) };
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];

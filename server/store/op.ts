@@ -16,7 +16,13 @@ export type Query = { readonly sql: Sql; readonly params: readonly unknown[]; re
  * fails the whole operation and nothing of it is kept.
  */
 export type Batch = { readonly batch: readonly Query[]; readonly last: boolean };
-export type Step = Query | Batch;
+/**
+ * Asks which database runs the operation, for the rare operation whose hot path is one PostgreSQL statement (data-modifying
+ * CTEs) where SQLite needs several; both branches must have the same effect, and the contract tests run each on its backend.
+ */
+export type DialectQuestion = { readonly dialect: true };
+export type Dialect = "postgresql" | "sqlite";
+export type Step = Query | Batch | DialectQuestion;
 export type Op<T> = Generator<Step, T, unknown>;
 
 /** One statement for a batch; the result it contributes follows `mode` (the row or null, the rows, the changed count). */
@@ -36,8 +42,14 @@ export function* run(sql: Sql, ...params: unknown[]): Generator<Step, number, un
 export function* batch(queries: readonly Query[], options: { readonly last?: boolean } = {}): Generator<Step, unknown[], unknown> {
   return (yield { batch: queries, last: options.last === true }) as unknown[];
 }
+export function* dialect(): Generator<Step, Dialect, unknown> {
+  return (yield { dialect: true }) as Dialect;
+}
 export function isBatch(step: Step): step is Batch {
   return "batch" in step;
+}
+export function isDialectQuestion(step: Step): step is DialectQuestion {
+  return "dialect" in step;
 }
 
 /** Guard taken for the whole operation: the installation publication guard, exclusive, waited for at most timeoutMs. */

@@ -3,7 +3,7 @@ import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
-import { isBatch, type Op, type OpOptions, type Query } from "./op.ts";
+import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -204,57 +204,70 @@ export class PostgresStore implements Store {
    * with a lock_timeout of the given bound (workers take the same key shared around a check write).
    */
   async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
-    return this.withConnection(async (sql) => {
-      // BEGIN goes out in the same write as the operation's first statements, COMMIT with a last batch (op.ts): an
-      // acceptance is one round trip instead of one per statement.
-      let begin: Promise<unknown> | null = sql.unsafe("begin");
-      let ended = false;
-      try {
-        if (options.exclusiveGuard) {
-          await begin;
-          begin = null;
-          await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
-          try {
-            await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
-          } catch (error) {
-            if ((error as { code?: string }).code === "55P03") throw new StoreError("guard_timeout", "the installation publication guard was not granted in time");
-            throw error;
-          }
-          await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
+    try {
+      return await this.withConnection((sql) => this.runOp(sql, op, options));
+    } catch (error) {
+      // Two transactions racing to insert the same key (a delivery ID accepted twice at once): operations are pure database
+      // work, so the loser runs again once and now sees the winner's row.
+      if ((error as { code?: unknown }).code !== "23505") throw error;
+      return this.withConnection((sql) => this.runOp(sql, op, options));
+    }
+  }
+
+  /**
+   * One operation in one transaction. BEGIN goes out in the same write as the operation's first statements and COMMIT with a
+   * last batch (op.ts); an operation that is a single statement runs without either (PostgreSQL makes one statement atomic).
+   */
+  private async runOp<T>(sql: postgres.ReservedSql, op: () => Op<T>, options: OpOptions): Promise<T> {
+    let opened = false;
+    let ended = false;
+    const statement = (query: Query) => sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true });
+    try {
+      if (options.exclusiveGuard) {
+        await sql.unsafe("begin");
+        opened = true;
+        await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
+        try {
+          await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
+        } catch (error) {
+          if ((error as { code?: string }).code === "55P03") throw new StoreError("guard_timeout", "the installation publication guard was not granted in time");
+          throw error;
         }
-        const steps = op();
-        let step = steps.next();
-        while (!step.done) {
-          const value = step.value;
-          const queries = isBatch(value) ? value.batch : [value];
-          const last = isBatch(value) && value.last;
-          // Every statement is checked before any is sent: a statement the driver refused to send would otherwise let a
-          // pipelined COMMIT keep the ones around it.
-          for (const query of queries) assertSendable(query);
-          const opening = begin === null ? [] : [begin];
-          begin = null;
-          const sent = [
-            ...opening,
-            ...queries.map((query) => sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true })),
-            ...(last ? [sql.unsafe("commit")] : []),
-          ];
-          const settled = await Promise.allSettled(sent);
-          // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
-          ended = last;
-          const failed = settled.find((outcome) => outcome.status === "rejected");
-          if (failed) throw failed.reason;
-          const results = queries.map((query, i) => shapeResult(query, (settled[opening.length + i] as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value));
-          step = steps.next(isBatch(value) ? results : results[0]);
-          if (last && !step.done) throw new Error("an operation sent a statement after its last batch");
-        }
-        if (!ended) await (begin === null ? sql.unsafe("commit") : Promise.all([begin, sql.unsafe("commit")]));
-        ended = true;
-        return step.value;
-      } catch (error) {
-        if (!ended) await sql.unsafe("rollback").catch(() => {});
-        throw error;
+        await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
       }
-    });
+      const steps = op();
+      let step = steps.next();
+      while (!step.done) {
+        const value = step.value;
+        if (isDialectQuestion(value)) {
+          step = steps.next("postgresql");
+          continue;
+        }
+        const queries = isBatch(value) ? value.batch : [value];
+        const last = isBatch(value) && value.last;
+        // Every statement is checked before any is sent: a statement the driver refused to send would otherwise let a
+        // pipelined COMMIT keep the ones around it.
+        for (const query of queries) assertSendable(query);
+        const alone = !opened && last && queries.length === 1;
+        const opening = opened || alone ? [] : [sql.unsafe("begin")];
+        opened = true;
+        const sent = [...opening, ...queries.map(statement), ...(last && !alone ? [sql.unsafe("commit")] : [])];
+        const settled = await Promise.allSettled(sent);
+        // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
+        ended = last;
+        const failed = settled.find((outcome) => outcome.status === "rejected");
+        if (failed) throw failed.reason;
+        const results = queries.map((query, i) => shapeResult(query, (settled[opening.length + i] as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value));
+        step = steps.next(isBatch(value) ? results : results[0]);
+        if (last && !step.done) throw new Error("an operation sent a statement after its last batch");
+      }
+      if (opened && !ended) await sql.unsafe("commit");
+      ended = true;
+      return step.value;
+    } catch (error) {
+      if (opened && !ended) await sql.unsafe("rollback").catch(() => {});
+      throw error;
+    }
   }
 
   async schemaIdentity(): Promise<SchemaIdentity | null> {

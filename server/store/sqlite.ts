@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
-import { isBatch, type Op, type OpOptions, type Query, type Step } from "./op.ts";
+import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { RwLock } from "./rw-lock.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
@@ -63,6 +63,7 @@ export class SqliteStore implements Store {
 
   /** A batch runs in order in the same synchronous transaction: SQLite has no round trips to save. */
   private step(step: Step): unknown {
+    if (isDialectQuestion(step)) return "sqlite";
     return isBatch(step) ? step.batch.map((query) => this.query(query)) : this.query(step);
   }
 

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { acquire } from "./postgres.ts";
-import { all, assertCompatible, batch, compatibilityProblem, MIGRATION_HEAD, query, run, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
+import { waitUntil } from "../../e2e/support/service.ts";
+import { acceptDirectTrigger, all, assertCompatible, batch, compatibilityProblem, MIGRATION_HEAD, query, run, MIGRATIONS, migrateDatabase, openStore, PostgresStore, RELEASE_CONTRACT, SqliteStore, type Store, StoreError } from "./index.ts";
 
 /** Raw SQL for arranging test state that no store operation creates yet; both dialects accept these statements. */
 async function raw(store: Store, statement: string): Promise<void> {
@@ -177,6 +178,29 @@ describe("migration files", () => {
 });
 
 describe("postgresql specifics", () => {
+  test("a delivery accepted at the same moment by another transaction is a duplicate that changes nothing", async () => {
+    const database = await createTestDatabase("postgresql");
+    await migrateDatabase(database.target, 1);
+    const store = openStore(database.target) as PostgresStore;
+    const other = await store.sql.reserve();
+    try {
+      await other.unsafe("begin");
+      await other.unsafe("insert into webhook_deliveries (delivery_id, event, received_at_ms) values ('same', 'pull_request', 1)");
+      const head = "c".repeat(40);
+      const racing = store.execute(() => acceptDirectTrigger({ installationId: 1, repositoryId: 2, owner: "acme", name: "web", deliveryId: "same", event: "pull_request", action: "opened", pullNumber: 3, headSha: head, now: 5 }));
+      // The acceptance passed its "not yet retained" check and now waits on the uncommitted key.
+      await waitUntil(async () => (await store.sql`select count(*)::int as n from pg_locks where not granted`)[0]!.n > 0, "the acceptance to wait on the key");
+      await other.unsafe("commit");
+      expect(await racing).toEqual({ kind: "duplicate" });
+      const [counts] = await store.sql`select (select count(*) from head_generations)::int as heads, (select count(*) from pull_generations)::int as pulls, (select count(*) from jobs)::int as jobs`;
+      expect(counts).toEqual({ heads: 0, pulls: 0, jobs: 0 });
+    } finally {
+      other.release();
+      await store.close();
+      await database.drop();
+    }
+  });
+
   test("two concurrent migrate runs serialise on the advisory lock and both succeed", async () => {
     const database = await createTestDatabase("postgresql");
     try {

@@ -76,7 +76,8 @@ export function* advanceAuthorityEpoch(installationId: number, now: number): Op<
   return row!.authority_epoch;
 }
 
-const MERGE = `merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
+/** How new work merges into a live row (the ON CONFLICT update shared by every work upsert). */
+export const MERGE_INTO_LIVE_ROW = `merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
   run_at_ms = case when jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end`;
 
 /** The exact-head invalidation row at the head's current shared generation (read in the statement: it can be batched). */
@@ -86,7 +87,7 @@ function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
      values ('head_invalidation', 0, $1, $2, $3, $4, $5, (select shared_generation from head_generations where repository_id = $2 and head_sha = $5), $6, $6, $6)
      on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
-     do update set shared_generation = excluded.shared_generation, ${MERGE}`,
+     do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}`,
     repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, now,
   );
 }
@@ -101,7 +102,7 @@ function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: strin
        coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $7, $7, $7)
      on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
      do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
-       repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE}`,
+       repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}`,
     repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now,
   );
 }
@@ -121,7 +122,7 @@ export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: numb
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
      values ('repository_fanout', 2, $1, $2, $3, $4, $5, $6, $6, $6)
      on conflict (repository_id) where kind = 'repository_fanout' and state <> 'dead'
-     do update set authority_epoch = excluded.authority_epoch, repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE}`,
+     do update set authority_epoch = excluded.authority_epoch, repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}`,
     repo.installationId, repo.repositoryId, repo.owner, repo.name, authorityEpoch, now,
   );
   // Repository-wide work covers every base of the repository: older pending base-specific rows go.
@@ -133,7 +134,7 @@ export function* queueInstallationFanout(installationId: number, authorityEpoch:
     `insert into jobs (kind, priority, installation_id, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
      values ('installation_fanout', 1, $1, $2, $3, $3, $3)
      on conflict (installation_id) where kind = 'installation_fanout' and state <> 'dead'
-     do update set authority_epoch = excluded.authority_epoch, ${MERGE}`,
+     do update set authority_epoch = excluded.authority_epoch, ${MERGE_INTO_LIVE_ROW}`,
     installationId, authorityEpoch, now,
   );
 }
