@@ -91,7 +91,9 @@ const keys = generateAppKeys();
 writeFileSync(join(dir, "key.pem"), keys.privateKey);
 writeFileSync(join(dir, "secret"), SECRET);
 // The simulator runs as its own process so that its work does not compete with the load generator's event loop.
-const simulator = Bun.spawn([process.execPath, join(import.meta.dir, "..", "forge", "serve.ts"), "--seed", "--app-private-key-file", join(dir, "key.pem"), "--extra-pull-requests", String(PULL_REQUESTS - 1)], { stdout: "pipe", stderr: "inherit" });
+// BENCH_SIMULATOR_PROFILE_DIR: the simulator writes a CPU profile (Markdown) there when it stops.
+const simulatorProfile = process.env.BENCH_SIMULATOR_PROFILE_DIR ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_SIMULATOR_PROFILE_DIR}`] : [];
+const simulator = Bun.spawn([process.execPath, ...simulatorProfile, join(import.meta.dir, "..", "forge", "serve.ts"), "--seed", "--app-private-key-file", join(dir, "key.pem"), "--extra-pull-requests", String(PULL_REQUESTS - 1)], { stdout: "pipe", stderr: "inherit" });
 const reader = (simulator.stdout as ReadableStream<Uint8Array>).getReader();
 let line = "";
 while (!line.includes("\n")) {
@@ -119,12 +121,16 @@ const payloads = seeded.pulls.map((pull) => {
   const base = pullRequestEvent("synchronize", { repo: { id: repositoryId, owner: "acme", name: "web" }, number: pull.number, headSha: pull.headSha, installationId: scenario.installationId });
   return { ...base, pull_request: { ...base.pull_request, body: "Lorem ipsum dolor sit amet. ".repeat(880) } };
 });
-const bodyBytes = signedDelivery(SECRET, "pull_request", "x", payloads[0]).body.byteLength;
+// The signature covers the body only, so each pull request's delivery is signed once and sent under fresh delivery IDs: the
+// load generator's own work stays small next to the service's (as the baseline's does).
+const signed = payloads.map((payload) => signedDelivery(SECRET, "pull_request", "x", payload));
+const bodyBytes = signed[0]!.body.byteLength;
 let sequence = 0;
 const send = async () => {
   const n = sequence++;
-  const delivery = signedDelivery(SECRET, "pull_request", `bench-${process.pid}-${n}`, payloads[n % payloads.length]);
-  const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers: delivery.headers, body: delivery.body as BodyInit });
+  const delivery = signed[n % signed.length]!;
+  const headers = { ...delivery.headers, "x-forge-delivery": `bench-${process.pid}-${n}` };
+  const response = await fetch(`${service.url}/webhooks/forge`, { method: "POST", headers, body: delivery.body as BodyInit });
   if (response.status !== 202) throw new Error(`unexpected ${response.status}`);
   await response.arrayBuffer();
 };
