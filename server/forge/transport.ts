@@ -133,7 +133,11 @@ export function createTransport(options: TransportOptions): Transport {
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const responseHeaders: ForgeResponse["headers"] = Object.fromEntries(response.headers);
-    if (response.status === 304 || response.status >= 400) {
+    if (response.status === 304) {
+      await response.arrayBuffer().catch(() => {});
+      return { data: null, headers: responseHeaders, status: 304 };
+    }
+    if (response.status >= 400) {
       await response.arrayBuffer().catch(() => {});
       throw Object.assign(new Error(`status ${response.status}`), { status: response.status, response: { status: response.status, headers: responseHeaders } });
     }
@@ -181,8 +185,18 @@ export function createTransport(options: TransportOptions): Transport {
     const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
     const kept = key ? conditional.get(key) : undefined;
     const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
+    // 304: the kept body is still current (it spent no rate limit).
+    const revalidated = (entry: NonNullable<typeof kept>, at: string) => {
+      if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
+      keep(at, entry);
+      return entry.response;
+    };
     try {
       const result = await exchange(params, headers, call?.signal);
+      if (result.status === 304) {
+        if (kept && key) return revalidated(kept, key);
+        throw Object.assign(new Error("status 304"), { status: 304, response: { status: 304, headers: result.headers } });
+      }
       const etag = result.headers.etag;
       // Only parsed JSON is kept: a truncated body arrives as a string and must never be revalidated into use.
       if (key && typeof etag === "string" && result.status === 200 && typeof result.data === "object" && result.data !== null) {
@@ -191,11 +205,7 @@ export function createTransport(options: TransportOptions): Transport {
       }
       return result;
     } catch (error) {
-      if (kept && key && (error as { status?: unknown }).status === 304) {
-        if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
-        keep(key, kept);
-        return kept.response;
-      }
+      if (kept && key && (error as { status?: unknown }).status === 304) return revalidated(kept, key);
       const classified = report(error, route);
       if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
       throw classified;
