@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import {
-  INSTALLATION, installationRepositoriesEvent, labelEvent, POLICY_REPO, pullRequestEvent, pushEvent, reviewEvent, SHA_A, SHA_B, signedDelivery, WEB,
+  checkRunEvent, INSTALLATION, installationRepositoriesEvent, labelEvent, POLICY_REPO, pullRequestEvent, pushEvent, reviewEvent, SHA_A, SHA_B, signedDelivery, WEB,
 } from "../../e2e/support/payloads.ts";
 import { BACKENDS } from "../../e2e/support/databases.ts";
 import { type Harness, ingressHarness, SECRET } from "./ingress-harness.ts";
@@ -168,6 +168,17 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
       expect(delivery).toEqual({ event: "pull_request", action: "opened", installation_id: INSTALLATION, repository_id: WEB.id, pull_number: 7, head_sha: SHA_A, shared_generation: 1 });
       const [job] = await h.rows("select kind, state, installation_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch from jobs where kind = 'evaluation'");
       expect(job).toEqual({ kind: "evaluation", state: "pending", installation_id: INSTALLATION, repository_owner: "acme", repository_name: "web", pull_number: 7, head_sha: SHA_A, evaluation_generation: 1, authority_epoch: 0 });
+      // The forge is unreachable in this harness, so the exact-head invalidation stays pending at the new S.
+      const [invalidation] = await h.rows("select kind, state, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation from jobs where kind = 'head_invalidation'");
+      expect(invalidation).toEqual({ kind: "head_invalidation", state: "pending", priority: 0, installation_id: INSTALLATION, repository_id: WEB.id, repository_owner: "acme", repository_name: "web", head_sha: SHA_A, shared_generation: 1 });
+    });
+
+    test("a rerequest names only its head: S advances and the invalidation is queued, no pull request's evaluation", async () => {
+      h = await ingressHarness(backend);
+      expect((await h.send("check_run", "r1", checkRunEvent({ appId: 12, name: "Service / approval" }))).body).toEqual({ accepted: true, queued: true });
+      expect(await h.rows("select pull_number, head_sha, shared_generation from webhook_deliveries")).toEqual([{ pull_number: null, head_sha: SHA_A, shared_generation: 1 }]);
+      expect(await h.rows("select kind, head_sha, shared_generation from jobs")).toEqual([{ kind: "head_invalidation", head_sha: SHA_A, shared_generation: 1 }]);
+      expect(await h.count("pull_generations")).toBe(0);
     });
 
     test("the same delivery sent 20 times concurrently is accepted once and changes work once", async () => {
@@ -186,7 +197,9 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
       await h.send("pull_request_review", "d2", reviewEvent("submitted"));
       expect(await h.count("jobs", "kind = 'evaluation'")).toBe(1);
       expect(await h.count("jobs", "kind = 'evaluation' and evaluation_generation = 2 and merges = 1")).toBe(1);
+      expect(await h.count("jobs", "kind = 'head_invalidation' and shared_generation = 2 and merges = 1")).toBe(1);
       expect(await h.count("head_generations", "shared_generation = 2")).toBe(1);
+      expect(await h.rows("select delivery_id, shared_generation from webhook_deliveries order by delivery_id")).toEqual([{ delivery_id: "d1", shared_generation: 1 }, { delivery_id: "d2", shared_generation: 2 }]);
     });
 
     test("unmapped deliveries are acknowledged but neither retained nor deduplicated", async () => {
