@@ -3,7 +3,7 @@ import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
-import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query } from "./op.ts";
+import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -48,7 +48,7 @@ export function connect(target: PostgresTarget, options: { max?: number; applica
     idle_timeout: 30,
     max_lifetime: 30 * 60,
     connection: {
-      application_name: options.applicationName ?? "codeowner-approval",
+      application_name: options.applicationName ?? APPLICATION_NAME,
       search_path: "public",
       statement_timeout: STATEMENT_TIMEOUT_MS,
     },
@@ -56,6 +56,33 @@ export function connect(target: PostgresTarget, options: { max?: number; applica
     // int8 columns (IDs, generations, epoch milliseconds) as numbers: every value the service stores is a safe integer.
     types: { int8: { to: 20, from: [20], serialize: (value: unknown) => String(value), parse: (value: string) => Number(value) } },
   });
+}
+
+/** Connections of the pool lone statements are pipelined on (PostgresStore.statements). */
+export const STATEMENT_POOL_CONNECTIONS = 4;
+const APPLICATION_NAME = "codeowner-approval";
+
+/**
+ * A lone statement on the pipelining pool: it waits for no reservation, but may queue behind statements already sent on its
+ * connection, so the whole wait is bounded by the acquisition and statement bounds together; past that it is cancelled.
+ */
+async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      query,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          query.cancel();
+          reject(new StoreError("timeout", "a database statement did not complete within its bounds"));
+        }, ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (error) {
+    throw classify(error);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** postgres.js has no pool-acquisition timeout: race reserve() against a timer and release a connection that arrives late. */
@@ -132,10 +159,17 @@ export function headGuardKey(installationId: number, repositoryId: number, headS
 
 export class PostgresStore implements Store {
   readonly backend = "postgresql" as const;
-  constructor(readonly sql: Sql) {}
+  /**
+   * @param sql the pool transactions reserve connections from.
+   * @param statements the pool an operation that is one statement runs on, without reserving: postgres.js pipelines
+   *   concurrent statements on its connections, so under webhook load several acceptances share one write and one wake-up
+   *   of a backend. Separate from `sql` so that pipelined statements never keep a transaction from getting a connection.
+   */
+  constructor(readonly sql: Sql, private readonly statements: Sql = sql) {}
 
   static open(target: PostgresTarget, options: { max?: number } = {}): PostgresStore {
-    return new PostgresStore(connect(target, options));
+    // postgres.js connects lazily: a process that never runs a lone statement never opens the second pool.
+    return new PostgresStore(connect(target, options), connect(target, { max: STATEMENT_POOL_CONNECTIONS, applicationName: `${APPLICATION_NAME}/statements` }));
   }
 
   /** Runs `fn` on a connection acquired within the acquisition bound. */
@@ -205,20 +239,38 @@ export class PostgresStore implements Store {
    */
   async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
     try {
-      return await this.withConnection((sql) => this.runOp(sql, op, options));
+      return await this.executeOnce(op, options);
     } catch (error) {
       // Two transactions racing to insert the same key (a delivery ID accepted twice at once): operations are pure database
       // work, so the loser runs again once and now sees the winner's row.
       if ((error as { code?: unknown }).code !== "23505") throw error;
-      return this.withConnection((sql) => this.runOp(sql, op, options));
+      return this.executeOnce(op, options);
     }
   }
 
+  private async executeOnce<T>(op: () => Op<T>, options: OpOptions): Promise<T> {
+    const steps = op();
+    let step = steps.next();
+    while (!step.done && isDialectQuestion(step.value)) step = steps.next("postgresql");
+    if (step.done) return step.value;
+    const first = step.value;
+    if (!options.exclusiveGuard && isBatch(first) && first.last && first.batch.length === 1) {
+      // The whole operation is one statement: PostgreSQL makes it atomic without BEGIN and COMMIT.
+      const query = first.batch[0]!;
+      assertSendable(query);
+      const result = await bounded(this.statements.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true }));
+      const after = steps.next([shapeResult(query, result)]);
+      if (!after.done) throw new Error("an operation sent a statement after its last batch");
+      return after.value;
+    }
+    return this.withConnection((sql) => this.runOp(sql, steps, first, options));
+  }
+
   /**
-   * One operation in one transaction. BEGIN goes out in the same write as the operation's first statements and COMMIT with a
-   * last batch (op.ts); an operation that is a single statement runs without either (PostgreSQL makes one statement atomic).
+   * One operation, from its first statement on, in one transaction on a reserved connection. BEGIN goes out in the same
+   * write as the first statements and COMMIT with a last batch (op.ts).
    */
-  private async runOp<T>(sql: postgres.ReservedSql, op: () => Op<T>, options: OpOptions): Promise<T> {
+  private async runOp<T>(sql: postgres.ReservedSql, steps: Op<T>, first: Step, options: OpOptions): Promise<T> {
     let opened = false;
     let ended = false;
     const statement = (query: Query) => sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true });
@@ -235,8 +287,7 @@ export class PostgresStore implements Store {
         }
         await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
       }
-      const steps = op();
-      let step = steps.next();
+      let step: IteratorResult<Step, T> = { done: false, value: first };
       while (!step.done) {
         const value = step.value;
         if (isDialectQuestion(value)) {
@@ -248,10 +299,9 @@ export class PostgresStore implements Store {
         // Every statement is checked before any is sent: a statement the driver refused to send would otherwise let a
         // pipelined COMMIT keep the ones around it.
         for (const query of queries) assertSendable(query);
-        const alone = !opened && last && queries.length === 1;
-        const opening = opened || alone ? [] : [sql.unsafe("begin")];
+        const opening = opened ? [] : [sql.unsafe("begin")];
         opened = true;
-        const sent = [...opening, ...queries.map(statement), ...(last && !alone ? [sql.unsafe("commit")] : [])];
+        const sent = [...opening, ...queries.map(statement), ...(last ? [sql.unsafe("commit")] : [])];
         const settled = await Promise.allSettled(sent);
         // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
         ended = last;
@@ -339,6 +389,6 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.sql.end({ timeout: 5 });
+    await Promise.all([this.sql.end({ timeout: 5 }), this.statements === this.sql ? null : this.statements.end({ timeout: 5 })]);
   }
 }

@@ -226,6 +226,39 @@ describe("postgresql specifics", () => {
     }
   });
 
+  test("an operation that is one statement runs on the pipelining pool, in sessions with the same bounds and no transaction block", async () => {
+    const database = await createTestDatabase("postgresql");
+    const store = openStore(database.target) as PostgresStore;
+    try {
+      const session = () => batch([query("one", "select current_setting('application_name') as name, current_setting('search_path') as path, current_setting('statement_timeout') as timeout, now() = statement_timestamp() as autocommit")], { last: true });
+      const [lone] = await store.execute(session);
+      expect(lone).toEqual({ name: "codeowner-approval/statements", path: "public", timeout: "3s", autocommit: true });
+      // Anything longer takes a reserved connection of the main pool and one transaction (now() is the transaction's start).
+      const [inTransaction] = await store.execute(function* () {
+        yield* run("select pg_sleep(0.01)");
+        return yield* batch([query("one", "select current_setting('application_name') as name, now() = statement_timestamp() as autocommit")], { last: true });
+      });
+      expect(inTransaction).toEqual({ name: "codeowner-approval", autocommit: false });
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test("a lone statement past the 3 second bound is cancelled and classified as a timeout", async () => {
+    const database = await createTestDatabase("postgresql");
+    const store = openStore(database.target) as PostgresStore;
+    try {
+      const started = performance.now();
+      const error = await store.execute(() => batch([query("run", "select pg_sleep(4)")], { last: true })).catch((e) => e);
+      expect(error).toMatchObject({ code: "timeout" });
+      expect(performance.now() - started).toBeLessThan(3_900);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
   test("a statement past the 3 second bound is cancelled and classified as a timeout", async () => {
     const database = await createTestDatabase("postgresql");
     const store = openStore(database.target) as PostgresStore;
