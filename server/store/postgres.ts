@@ -73,7 +73,7 @@ async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise
       query,
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          query.cancel();
+          void Promise.resolve(query.cancel()).catch(() => {});
           reject(new StoreError("timeout", "a database statement did not complete within its bounds"));
         }, ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS);
       }),
@@ -125,6 +125,10 @@ export function classify(error: unknown): Error {
   if (code === "28P01" || code === "28000") return new StoreError("unreachable", "the database refused the credentials");
   if (code === "3D000") return new StoreError("unreachable", "the database named in the URL does not exist");
   return error instanceof Error ? error : new Error("database error");
+}
+
+function textOf(query: Query): string {
+  return typeof query.sql === "string" ? query.sql : query.sql.postgresql;
 }
 
 function shapeResult(query: Query, result: postgres.RowList<postgres.Row[]>): unknown {
@@ -258,7 +262,7 @@ export class PostgresStore implements Store {
       // The whole operation is one statement: PostgreSQL makes it atomic without BEGIN and COMMIT.
       const query = first.batch[0]!;
       assertSendable(query);
-      const result = await bounded(this.statements.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true }));
+      const result = await bounded(this.statements.unsafe(textOf(query), query.params as never[], { prepare: true }));
       const after = steps.next([shapeResult(query, result)]);
       if (!after.done) throw new Error("an operation sent a statement after its last batch");
       return after.value;
@@ -273,7 +277,7 @@ export class PostgresStore implements Store {
   private async runOp<T>(sql: postgres.ReservedSql, steps: Op<T>, first: Step, options: OpOptions): Promise<T> {
     let opened = false;
     let ended = false;
-    const statement = (query: Query) => sql.unsafe(typeof query.sql === "string" ? query.sql : query.sql.postgresql, query.params as never[], { prepare: true });
+    const statement = (query: Query) => sql.unsafe(textOf(query), query.params as never[], { prepare: true });
     try {
       if (options.exclusiveGuard) {
         await sql.unsafe("begin");
