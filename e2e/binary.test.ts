@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
 import { ensureBinary, runBinary, startBinary } from "./support/binary.ts";
+import { MIGRATION_HEAD } from "../server/store/index.ts";
 
 /** The compiled executable, run from another directory the way an operator runs it. */
 let dir: string;
@@ -45,7 +46,7 @@ describe("command line", () => {
   test("database migrate then database check succeed, and a second migrate applies nothing", () => {
     const env = { SERVICE_DATABASE_URL: `sqlite:${join(dir, "cli.db")}` };
     expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
-    expect(runBinary(["database", "check"], env).stdout).toContain("0001_init");
+    expect(runBinary(["database", "check"], env).stdout).toContain(MIGRATION_HEAD);
     expect(runBinary(["database", "migrate"], env).stdout).toContain("nothing to apply");
   });
 

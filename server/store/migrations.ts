@@ -1,6 +1,8 @@
 import { StoreError } from "./store.ts";
 import pg0001 from "../../migrations/postgres/0001_init.sql" with { type: "text" };
 import lite0001 from "../../migrations/sqlite/0001_init.sql" with { type: "text" };
+import pg0002 from "../../migrations/postgres/0002_hot_head_fences.sql" with { type: "text" };
+import lite0002 from "../../migrations/sqlite/0002_hot_head_fences.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -9,7 +11,10 @@ import lite0001 from "../../migrations/sqlite/0001_init.sql" with { type: "text"
  */
 export type Migration = { readonly version: number; readonly name: string; readonly postgres: string; readonly sqlite: string };
 
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "0001_init", postgres: pg0001, sqlite: lite0001 }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "0001_init", postgres: pg0001, sqlite: lite0001 },
+  { version: 2, name: "0002_hot_head_fences", postgres: pg0002, sqlite: lite0002 },
+];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;
 

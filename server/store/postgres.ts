@@ -339,7 +339,7 @@ export class PostgresStore implements Store {
     return this.withConnection(async (sql) => {
       const [row] = await sql`
         select (select count(*) from jobs where state in ('pending', 'leased'))::int as queue_depth,
-               (select count(*) from head_generations where invalidated_generation < shared_generation)::int as invalidation_depth,
+               (select count(*) from jobs where kind = 'head_invalidation' and state in ('pending', 'leased'))::int as invalidation_depth,
                (select count(*) from jobs where state = 'dead')::int as dead_jobs`;
       return { queueDepth: row!.queue_depth, sharedHeadInvalidationDepth: row!.invalidation_depth, deadJobs: row!.dead_jobs };
     });

@@ -117,7 +117,7 @@ export class SqliteStore implements Store {
       .query(
         `SELECT
            (SELECT count(*) FROM jobs WHERE state IN ('pending', 'leased')) AS queue_depth,
-           (SELECT count(*) FROM head_generations WHERE invalidated_generation < shared_generation) AS invalidation_depth,
+           (SELECT count(*) FROM jobs WHERE kind = 'head_invalidation' AND state IN ('pending', 'leased')) AS invalidation_depth,
            (SELECT count(*) FROM jobs WHERE state = 'dead') AS dead_jobs`,
       )
       .get() as { queue_depth: number; invalidation_depth: number; dead_jobs: number };

@@ -86,7 +86,7 @@ describe.each(BACKENDS)("store contract on %s", (backend) => {
     await expect(migrateDatabase(database.target, 2)).rejects.toThrow(/different file/);
   });
 
-  test("the queue gauges count pending and leased work, uninvalidated heads and dead rows", async () => {
+  test("the queue gauges count pending and leased work, unfinished exact-head invalidations and dead rows", async () => {
     database = await createTestDatabase(backend);
     await migrateDatabase(database.target, 1);
     const store = open();
@@ -94,8 +94,10 @@ describe.each(BACKENDS)("store contract on %s", (backend) => {
     await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('installation_fanout', 1, 'pending', 1, 0, 0, 0)`);
     await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, pull_number, run_at_ms, lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms) VALUES ('evaluation', 4, 'leased', 1, 7, 3, 0, 'w1', 10, 0, 0)`);
     await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, run_at_ms, created_at_ms, updated_at_ms) VALUES ('repository_fanout', 2, 'dead', 1, 9, 0, 0, 0)`);
-    await raw(store, `INSERT INTO head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) VALUES (1, 7, 'a', 3, 2, 0), (1, 7, 'b', 2, 2, 0)`);
-    expect(await store.queueGauges()).toEqual({ queueDepth: 2, sharedHeadInvalidationDepth: 1, deadJobs: 1 });
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms) VALUES ('head_invalidation', 0, 'pending', 1, 7, 'a', 3, 0, 0, 0)`);
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, head_sha, shared_generation, run_at_ms, lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms) VALUES ('head_invalidation', 0, 'leased', 1, 7, 'b', 2, 0, 'w1', 10, 0, 0)`);
+    await raw(store, `INSERT INTO jobs (kind, priority, state, installation_id, repository_id, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms) VALUES ('head_invalidation', 0, 'dead', 1, 7, 'c', 1, 0, 0, 0)`);
+    expect(await store.queueGauges()).toEqual({ queueDepth: 4, sharedHeadInvalidationDepth: 2, deadJobs: 2 });
   });
 
   test("the schema rejects a job whose priority contradicts its kind", async () => {
