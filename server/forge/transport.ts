@@ -50,7 +50,6 @@ export interface CallOptions {
 
 export interface ForgeResponse { data: unknown; headers: Record<string, string | number | undefined>; status: number }
 
-
 export interface Transport {
   readonly appId: number;
   /** App-authenticated (JWT) request: GET /app, GET /app/installations. */
