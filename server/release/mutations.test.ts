@@ -1,26 +1,13 @@
 // Create-draft and publish against a local HTTPS peer: exact bodies and the mutation column of the error table.
 
-import { afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { DraftPlan } from "./release-client.ts";
-import { makeTestPki, type TestPki } from "./test-support/pki.ts";
+import { makeTestPki } from "./test-support/pki.ts";
 import { header, RawForge, responseHead, sendJson, sendRaw, startSilentPeer } from "./test-support/raw-forge.ts";
-import { COMMIT, expectAmbiguous, expectController, expectNoConnection, makeClient, REPOSITORY, TOKEN } from "./test-support/fixture.ts";
+import { COMMIT, expectAmbiguous, expectController, expectNoConnection, REPOSITORY, TOKEN, usePeer } from "./test-support/fixture.ts";
 
-let pki: TestPki;
-let forge: RawForge;
-
-beforeAll(async () => {
-  pki = makeTestPki();
-});
-// A fresh peer per test: late events of an earlier test's aborted connections cannot reach this one.
-beforeEach(async () => {
-  forge = await RawForge.start(pki);
-});
-afterEach(async () => {
-  await forge.stop();
-});
-
-const client = (overrides = {}) => makeClient(forge, pki.caPem, overrides);
+const peer = usePeer();
+const client = peer.client;
 const plan: DraftPlan = { tagName: "v1.0.0", targetCommit: COMMIT, name: "Release 1.0.0", marker: "controller-marker: abc" };
 const draft = { id: 7, tag_name: "v1.0.0", draft: true };
 
@@ -32,9 +19,9 @@ const mutations = [
 
 describe("request bodies", () => {
   test("createDraft posts exactly the plan and the seven fixed fields", async () => {
-    forge.respond = (_req, s) => sendJson(s, 201, draft);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, draft);
     expect(await client().createDraft(plan)).toEqual(draft);
-    const req = forge.requests[0]!;
+    const req = peer.forge.requests[0]!;
     expect(req.method).toBe("POST");
     expect(req.target).toBe(`/repos/${REPOSITORY}/releases`);
     expect(header(req, "content-type")).toBe("application/json");
@@ -54,16 +41,16 @@ describe("request bodies", () => {
   });
 
   test("publishRelease patches draft false and make_latest the string false", async () => {
-    forge.respond = (_req, s) => sendJson(s, 200, { ...draft, draft: false });
+    peer.forge.respond = (_req, s) => sendJson(s, 200, { ...draft, draft: false });
     expect((await client().publishRelease(7)).draft).toBe(false);
-    const req = forge.requests[0]!;
+    const req = peer.forge.requests[0]!;
     expect(req.method).toBe("PATCH");
     expect(req.target).toBe(`/repos/${REPOSITORY}/releases/7`);
     expect(JSON.parse(req.body.toString("utf8"))).toStrictEqual({ draft: false, make_latest: "false" });
   });
 
   test("publishRelease accepts a 2^63 - 1 release ID given as bigint", async () => {
-    forge.respond = (_req, s) => sendJson(s, 200, '{"id":9223372036854775807,"draft":false}');
+    peer.forge.respond = (_req, s) => sendJson(s, 200, '{"id":9223372036854775807,"draft":false}');
     expect((await client().publishRelease(9223372036854775807n)).id).toBe(9223372036854775807n);
   });
 
@@ -79,7 +66,7 @@ describe("request bodies", () => {
       { marker: "x".repeat(125_001) },
       { marker: "\ud800" },
     ];
-    await expectNoConnection(pki.caPem, async (offline) => {
+    await expectNoConnection(peer.pki.caPem, async (offline) => {
       for (const change of bad) await expectController(offline.createDraft({ ...plan, ...change }), "invalid-argument");
       for (const id of [0, -3, 2.5, 9223372036854775808n]) await expectController(offline.publishRelease(id), "invalid-argument");
     });
@@ -89,49 +76,49 @@ describe("request bodies", () => {
 describe("error table, mutation column", () => {
   for (const m of mutations) {
     test(`transport loss after the ${m.name} request starts is ambiguous`, async () => {
-      forge.respond = (_req, s) => s.destroy();
+      peer.forge.respond = (_req, s) => s.destroy();
       await expectAmbiguous(m.call(), "transport");
     });
 
     test(`an informational 1xx answer to a ${m.name} is ambiguous`, async () => {
-      forge.respond = (_req, s) => sendRaw(s, "HTTP/1.1 100 Continue\r\n\r\n", responseHead(m.ok, ["Content-Length: 8"]), '{"id":7}');
+      peer.forge.respond = (_req, s) => sendRaw(s, "HTTP/1.1 100 Continue\r\n\r\n", responseHead(m.ok, ["Content-Length: 8"]), '{"id":7}');
       await expectAmbiguous(m.call(), "informational", 100);
-      forge.respond = (_req, s) => sendRaw(s, "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
+      peer.forge.respond = (_req, s) => sendRaw(s, "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
       await expectAmbiguous(m.call(), "informational", 103);
     });
 
     test(`a 408 or 5xx answer to a ${m.name} is ambiguous`, async () => {
       for (const status of [408, 500, 502, 503, 504]) {
-        forge.respond = (_req, s) => sendJson(s, status, { message: "x" });
+        peer.forge.respond = (_req, s) => sendJson(s, status, { message: "x" });
         await expectAmbiguous(m.call(), "status", status);
       }
     });
 
     test(`another 4xx answer to a ${m.name} is a ControllerError`, async () => {
       for (const status of [400, 401, 403, 404, 409, 422, 429]) {
-        forge.respond = (_req, s) => sendJson(s, status, { message: "x" });
+        peer.forge.respond = (_req, s) => sendJson(s, status, { message: "x" });
         await expectController(m.call(), "status", status);
       }
     });
 
     test(`an unexpected 2xx answer to a ${m.name} is ambiguous`, async () => {
       for (const status of [m.ok === 200 ? 201 : 200, 202, 204]) {
-        forge.respond = (_req, s) => sendJson(s, status, draft);
+        peer.forge.respond = (_req, s) => sendJson(s, status, draft);
         await expectAmbiguous(m.call(), "unexpected-success", status);
       }
     });
 
     test(`a redirect answer to a ${m.name} is a ControllerError and never followed`, async () => {
       for (const status of [301, 302, 307, 308]) {
-        forge.reset();
-        forge.respond = (_req, s) => sendJson(s, status, "", [`Location: ${forge.url}/elsewhere`]);
+        peer.forge.reset();
+        peer.forge.respond = (_req, s) => sendJson(s, status, "", [`Location: ${peer.forge.url}/elsewhere`]);
         await expectController(m.call(), "redirect", status);
-        expect(forge.requests).toHaveLength(1);
+        expect(peer.forge.requests).toHaveLength(1);
       }
     });
 
     test(`another unexpected status answering a ${m.name} is a ControllerError`, async () => {
-      forge.respond = (_req, s) => sendJson(s, 999, draft);
+      peer.forge.respond = (_req, s) => sendJson(s, 999, draft);
       await expectController(m.call(), "status", 999);
     });
 
@@ -148,13 +135,13 @@ describe("error table, mutation column", () => {
         [responseHead(m.ok, [])],
       ];
       for (const parts of bodies) {
-        forge.respond = (_req, s) => sendRaw(s, ...parts);
+        peer.forge.respond = (_req, s) => sendRaw(s, ...parts);
         await expectAmbiguous(m.call(), "invalid-response", m.ok);
       }
     });
 
     test(`a peer that stalls after a ${m.name} request is ambiguous after the socket timeout`, async () => {
-      forge.respond = () => {};
+      peer.forge.respond = () => {};
       const c = client({ timeoutSeconds: 0.3 });
       await expectAmbiguous(m.name === "create" ? c.createDraft(plan) : c.publishRelease(7), "timeout");
     });
@@ -163,7 +150,7 @@ describe("error table, mutation column", () => {
 test("a create or publish that fails before the request starts is a ControllerError", async () => {
     const other = makeTestPki();
     await expectController(client({ ca: other.caPem }).createDraft(plan), "transport");
-    const closed = await RawForge.start(pki);
+    const closed = await RawForge.start(peer.pki);
     const port = closed.port;
     await closed.stop();
     await expectController(client({ apiUrl: `https://127.0.0.1:${port}` }).createDraft(plan), "transport");
@@ -174,11 +161,11 @@ test("a create or publish that fails before the request starts is a ControllerEr
     } finally {
       await silent.stop();
     }
-    expect(forge.requests).toHaveLength(0);
+    expect(peer.forge.requests).toHaveLength(0);
   });
 
   test("a publish answer naming another release is ambiguous", async () => {
-    forge.respond = (_req, s) => sendJson(s, 200, { id: 8, draft: false });
+    peer.forge.respond = (_req, s) => sendJson(s, 200, { id: 8, draft: false });
     await expectAmbiguous(client().publishRelease(7), "invalid-response", undefined);
   });
 });

@@ -4,35 +4,24 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { UPLOAD_CHUNK_BYTES } from "./https-exchange.ts";
-import { makeTestPki, type TestPki } from "./test-support/pki.ts";
 import { header, RawForge, responseHead, sendJson, sendRaw } from "./test-support/raw-forge.ts";
-import { expectAmbiguous, expectController, expectNoConnection, makeClient, REPOSITORY } from "./test-support/fixture.ts";
+import { expectAmbiguous, expectController, expectNoConnection, REPOSITORY, usePeer } from "./test-support/fixture.ts";
 
-let pki: TestPki;
-let forge: RawForge;
+const peer = usePeer();
+const client = peer.client;
 let dir: string;
 const openFds: number[] = [];
 
 beforeAll(async () => {
-  pki = makeTestPki();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "release-upload-"));
 });
 afterAll(async () => {
   for (const fd of openFds) fs.closeSync(fd);
   fs.rmSync(dir, { recursive: true, force: true });
 });
-// A fresh peer per test: late events of an earlier test's aborted connections cannot reach this one.
-beforeEach(async () => {
-  forge = await RawForge.start(pki);
-});
-afterEach(async () => {
-  await forge.stop();
-});
-
-const client = (overrides = {}) => makeClient(forge, pki.caPem, overrides);
-const uploadUrl = (id: number | bigint = 7, base = forge.url) => `${base}/uploads/repos/${REPOSITORY}/releases/${id}/assets{?name,label}`;
+const uploadUrl = (id: number | bigint = 7, base = peer.forge.url) => `${base}/uploads/repos/${REPOSITORY}/releases/${id}/assets{?name,label}`;
 const asset = { id: 99, name: "a.tar.gz", state: "uploaded", size: 0 };
 
 let fileCounter = 0;
@@ -54,10 +43,10 @@ describe("successful uploads", () => {
     // Move the descriptor's own offset: positional reads must neither use nor change it.
     const probe = Buffer.alloc(3);
     fs.readSync(fd, probe, 0, 3, null);
-    forge.respond = (_req, s) => sendJson(s, 201, { ...asset, size });
+    peer.forge.respond = (_req, s) => sendJson(s, 201, { ...asset, size });
     const name = "my asset (1)+\u00fc!*'.tar.gz";
     expect(await client().uploadAsset(7, uploadUrl(), { name, size, fd })).toEqual({ ...asset, size });
-    const req = forge.requests[0]!;
+    const req = peer.forge.requests[0]!;
     expect(req.method).toBe("POST");
     expect(req.path).toBe(`/uploads/repos/${REPOSITORY}/releases/7/assets`);
     expect(req.query).toBe("name=my%20asset%20%281%29%2B%C3%BC%21%2A%27.tar.gz");
@@ -66,7 +55,7 @@ describe("successful uploads", () => {
     expect(header(req, "accept")).toBe("application/vnd.github+json");
     expect(header(req, "accept-encoding")).toBe("identity");
     expect(header(req, "x-github-api-version")).toBe("2026-03-10");
-    expect(header(req, "host")).toBe(`127.0.0.1:${forge.port}`);
+    expect(header(req, "host")).toBe(`127.0.0.1:${peer.forge.port}`);
     expect(req.body.equals(content)).toBe(true);
     expect(fs.readSync(fd, probe, 0, 3, null)).toBe(3);
     expect(probe.equals(content.subarray(3, 6))).toBe(true);
@@ -76,32 +65,32 @@ describe("successful uploads", () => {
   test("assets of exactly one chunk and one byte more arrive intact", async () => {
     for (const size of [UPLOAD_CHUNK_BYTES - 1, UPLOAD_CHUNK_BYTES, UPLOAD_CHUNK_BYTES + 1, 2 * UPLOAD_CHUNK_BYTES]) {
       const { fd, content } = openFile(size);
-      forge.respond = (_req, s) => sendJson(s, 201, { ...asset, size });
+      peer.forge.respond = (_req, s) => sendJson(s, 201, { ...asset, size });
       await client().uploadAsset(7, uploadUrl(), { name: "x", size, fd });
-      expect(forge.requests.at(-1)!.body.equals(content)).toBe(true);
+      expect(peer.forge.requests.at(-1)!.body.equals(content)).toBe(true);
     }
   });
 
   test("an empty asset is uploaded with Content-Length 0", async () => {
     const { fd } = openFile(0);
-    forge.respond = (_req, s) => sendJson(s, 201, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, asset);
     await client().uploadAsset(7, uploadUrl(), { name: "empty.txt", size: 0, fd });
-    expect(header(forge.requests[0]!, "content-length")).toBe("0");
-    expect(forge.requests[0]!.body.length).toBe(0);
+    expect(header(peer.forge.requests[0]!, "content-length")).toBe("0");
+    expect(peer.forge.requests[0]!.body.length).toBe(0);
   });
 
   test("a release ID of 2^63 - 1 is substituted into the template and the path", async () => {
     const { fd } = openFile(10);
-    forge.respond = (_req, s) => sendJson(s, 201, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, asset);
     await client().uploadAsset(9223372036854775807n, uploadUrl(9223372036854775807n), { name: "x", size: 10, fd });
-    expect(forge.requests[0]!.path).toBe(`/uploads/repos/${REPOSITORY}/releases/9223372036854775807/assets`);
+    expect(peer.forge.requests[0]!.path).toBe(`/uploads/repos/${REPOSITORY}/releases/9223372036854775807/assets`);
   });
 });
 
 describe("refused before the request starts", () => {
   test("an upload URL other than the exact trusted template is refused", async () => {
     const { fd } = openFile(10);
-    await expectNoConnection(pki.caPem, async (offline, base) => {
+    await expectNoConnection(peer.pki.caPem, async (offline, base) => {
       const port = new URL(base).port;
       const bad = [
         `${base}/uploads/repos/${REPOSITORY}/releases/8/assets{?name,label}`,
@@ -135,7 +124,7 @@ describe("refused before the request starts", () => {
       { name: "x", size: 10, fd: 1_000_000 },
       { name: "x", size: 10, fd: dirFd },
     ];
-    await expectNoConnection(pki.caPem, async (offline, base) => {
+    await expectNoConnection(peer.pki.caPem, async (offline, base) => {
       for (const a of bad) await expectController(offline.uploadAsset(7, uploadUrl(7, base), a), "invalid-argument");
     });
   });
@@ -143,20 +132,20 @@ describe("refused before the request starts", () => {
   test("an empty asset whose descriptor holds bytes fails before anything is sent", async () => {
     const { fd } = openFile(1);
     await expectController(client().uploadAsset(7, uploadUrl(), { name: "x", size: 0, fd }), "upload-read");
-    expect(forge.requests).toHaveLength(0);
+    expect(peer.forge.requests).toHaveLength(0);
   });
 });
 
 describe("descriptor failures after the request starts are ambiguous", () => {
   test("an early end of file within the first chunk is ambiguous", async () => {
     const { fd } = openFile(100);
-    forge.respond = (_req, s) => sendJson(s, 201, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, asset);
     await expectAmbiguous(client().uploadAsset(7, uploadUrl(), { name: "x", size: 110, fd }), "upload-read");
   });
 
   test("an early end of file in a later chunk is ambiguous", async () => {
     const { fd } = openFile(UPLOAD_CHUNK_BYTES + 5);
-    forge.respond = (_req, s) => sendJson(s, 201, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, asset);
     await expectAmbiguous(client().uploadAsset(7, uploadUrl(), { name: "x", size: UPLOAD_CHUNK_BYTES + 10, fd }), "upload-read");
   });
 
@@ -164,7 +153,7 @@ describe("descriptor failures after the request starts are ambiguous", () => {
     let completeBodies = 0;
     for (const size of [99, UPLOAD_CHUNK_BYTES, 2 * UPLOAD_CHUNK_BYTES + 1]) {
       const { fd } = openFile(size + 1);
-      forge.respond = (_req, s) => {
+      peer.forge.respond = (_req, s) => {
         completeBodies++;
         sendJson(s, 201, asset);
       };
@@ -175,7 +164,7 @@ describe("descriptor failures after the request starts are ambiguous", () => {
 
   test("a read error on the descriptor is ambiguous", async () => {
     const { fd } = openFile(10, "w"); // write-only: reads fail with EBADF after the request head is sent
-    forge.respond = (_req, s) => sendJson(s, 201, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 201, asset);
     const e = await expectAmbiguous(client().uploadAsset(7, uploadUrl(), { name: "x", size: 10, fd }), "upload-read");
     expect(e.message).toBe(`POST /uploads/repos/${REPOSITORY}/releases/7/assets: asset descriptor read failure (read error)`);
   });
@@ -188,52 +177,52 @@ describe("error table, upload rows", () => {
   };
 
   test("a 502 answer to an upload is ambiguous", async () => {
-    forge.respond = (_req, s) => sendJson(s, 502, { message: "Bad Gateway" });
+    peer.forge.respond = (_req, s) => sendJson(s, 502, { message: "Bad Gateway" });
     const e = await expectAmbiguous(upload(), "status", 502);
     expect(e.message).not.toContain("name=");
-    expect(forge.requests).toHaveLength(1);
+    expect(peer.forge.requests).toHaveLength(1);
   });
 
   test("408 and other 5xx answers to an upload are ambiguous", async () => {
     for (const status of [408, 500, 503, 504]) {
-      forge.respond = (_req, s) => sendJson(s, status, {});
+      peer.forge.respond = (_req, s) => sendJson(s, status, {});
       await expectAmbiguous(upload(), "status", status);
     }
   });
 
   test("transport loss after an upload starts is ambiguous", async () => {
-    forge.respond = (_req, s) => s.destroy();
+    peer.forge.respond = (_req, s) => s.destroy();
     await expectAmbiguous(upload(), "transport");
-    forge.onHead = (_req, s) => s.destroy();
+    peer.forge.onHead = (_req, s) => s.destroy();
     await expectAmbiguous(upload(), "transport");
   });
 
   test("an informational answer to an upload is ambiguous", async () => {
-    forge.onHead = (_req, s) => s.write("HTTP/1.1 100 Continue\r\n\r\n");
+    peer.forge.onHead = (_req, s) => s.write("HTTP/1.1 100 Continue\r\n\r\n");
     await expectAmbiguous(upload(), "informational", 100);
   });
 
   test("another 4xx answer to an upload is a ControllerError, even before the body is sent", async () => {
-    forge.respond = (_req, s) => sendJson(s, 422, { message: "already_exists" });
+    peer.forge.respond = (_req, s) => sendJson(s, 422, { message: "already_exists" });
     await expectController(upload(), "status", 422);
-    forge.onHead = (_req, s) => sendJson(s, 413, { message: "too large" });
+    peer.forge.onHead = (_req, s) => sendJson(s, 413, { message: "too large" });
     const { fd } = openFile(16 * UPLOAD_CHUNK_BYTES);
     await expectController(client().uploadAsset(7, uploadUrl(), { name: "x", size: 16 * UPLOAD_CHUNK_BYTES, fd }), "status", 413);
   });
 
   test("a redirect answer to an upload is a ControllerError and never followed", async () => {
-    forge.respond = (_req, s) => sendJson(s, 307, "", [`Location: ${forge.url}/elsewhere`]);
+    peer.forge.respond = (_req, s) => sendJson(s, 307, "", [`Location: ${peer.forge.url}/elsewhere`]);
     await expectController(upload(), "redirect", 307);
-    expect(forge.requests).toHaveLength(1);
+    expect(peer.forge.requests).toHaveLength(1);
   });
 
   test("an unexpected 2xx answer to an upload is ambiguous", async () => {
-    forge.respond = (_req, s) => sendJson(s, 200, asset);
+    peer.forge.respond = (_req, s) => sendJson(s, 200, asset);
     await expectAmbiguous(upload(), "unexpected-success", 200);
   });
 
   test("a success answer before the whole body was sent is ambiguous", async () => {
-    forge.onHead = (_req, s) => {
+    peer.forge.onHead = (_req, s) => {
       s.pause();
       sendJson(s, 201, asset);
     };
@@ -243,13 +232,13 @@ describe("error table, upload rows", () => {
 
   test("a malformed or truncated success answering an upload is ambiguous", async () => {
     for (const parts of [[responseHead(201, ["Content-Length: 50"]), "{}"], [responseHead(201, ["Content-Length: 2"]), "[]"]]) {
-      forge.respond = (_req, s) => sendRaw(s, ...parts);
+      peer.forge.respond = (_req, s) => sendRaw(s, ...parts);
       await expectAmbiguous(upload(), "invalid-response", 201);
     }
   });
 
   test("a peer that stops reading the upload body makes it ambiguous after the socket timeout", async () => {
-    forge.onHead = (_req, s) => s.pause();
+    peer.forge.onHead = (_req, s) => s.pause();
     const { fd } = openFile(16 * UPLOAD_CHUNK_BYTES);
     const started = performance.now();
     await expectAmbiguous(client({ timeoutSeconds: 0.3 }).uploadAsset(7, uploadUrl(), { name: "x", size: 16 * UPLOAD_CHUNK_BYTES, fd }), "timeout");

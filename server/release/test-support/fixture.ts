@@ -1,9 +1,10 @@
 // Shared test fixture: one base client configuration against a RawForge, tweaked per test.
 
-import { expect } from "bun:test";
+import { afterEach, beforeAll, beforeEach, expect } from "bun:test";
 import { AmbiguousMutationError, ControllerError, type FailureReason } from "../errors.ts";
 import { ReleaseClient, type ReleaseClientOptions } from "../release-client.ts";
-import { startSilentPeer, type RawForge } from "./raw-forge.ts";
+import { makeTestPki, type TestPki } from "./pki.ts";
+import { RawForge, startSilentPeer } from "./raw-forge.ts";
 
 export const TOKEN = "ghs_TestTokenThatMustNeverLeak0123456789";
 export const REPOSITORY = "octo-org/release-target";
@@ -16,6 +17,28 @@ export function baseOptions(forge: RawForge, caPem: string): ReleaseClientOption
 
 export function makeClient(forge: RawForge, caPem: string, overrides: Partial<ReleaseClientOptions> = {}): ReleaseClient {
   return new ReleaseClient({ ...baseOptions(forge, caPem), ...overrides });
+}
+
+/**
+ * The HTTPS peer of a test file: one PKI for the file, a fresh RawForge per test (late events of an earlier test's aborted
+ * connections cannot reach the next one), and a client pointed at it. `forge` may be replaced by a test; it is stopped after.
+ */
+export function usePeer(): { pki: TestPki; forge: RawForge; client(overrides?: Partial<ReleaseClientOptions>): ReleaseClient } {
+  const peer = {
+    pki: undefined as unknown as TestPki,
+    forge: undefined as unknown as RawForge,
+    client: (overrides: Partial<ReleaseClientOptions> = {}) => makeClient(peer.forge, peer.pki.caPem, overrides),
+  };
+  beforeAll(() => {
+    peer.pki = makeTestPki();
+  });
+  beforeEach(async () => {
+    peer.forge = await RawForge.start(peer.pki);
+  });
+  afterEach(async () => {
+    await peer.forge.stop();
+  });
+  return peer;
 }
 
 export async function failureOf(promise: Promise<unknown>): Promise<ControllerError | AmbiguousMutationError> {
