@@ -24,13 +24,26 @@ export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;
  */
 export const RELEASE_CONTRACT = "codeowner-approval-store/1";
 
-export function assertNoUnknownMigrations(applied: Iterable<number>): void {
+/**
+ * The embedded migrations a database still needs, in order, with the checksum of the file each will record. `applied` maps
+ * the versions the database ran to their recorded checksums; a version this binary does not know, or an applied migration
+ * whose file changed, is refused.
+ */
+export function pendingMigrations(applied: ReadonlyMap<number, string>, dialect: "postgres" | "sqlite"): { migration: Migration; sum: string }[] {
   const known = new Set(MIGRATIONS.map((m) => m.version));
-  for (const version of applied) {
+  for (const version of applied.keys()) {
     if (!known.has(version)) {
       throw new StoreError("incompatible", "the database has migrations newer than this binary; use the release that migrated it");
     }
   }
+  const pending: { migration: Migration; sum: string }[] = [];
+  for (const migration of MIGRATIONS) {
+    const sum = checksum(migration[dialect]);
+    const recorded = applied.get(migration.version);
+    if (recorded === undefined) pending.push({ migration, sum });
+    else if (recorded !== sum) throw new StoreError("incompatible", `migration ${migration.name} was applied from a different file; restore a backup made by this release`);
+  }
+  return pending;
 }
 
 export function checksum(text: string): string {

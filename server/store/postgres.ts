@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
-import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
 import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
@@ -364,15 +364,8 @@ export class PostgresStore implements Store {
         if (exists?.present) {
           for (const row of await sql`select version, checksum from service_migrations`) done.set(Number(row.version), row.checksum);
         }
-        assertNoUnknownMigrations(done.keys());
         const applied: string[] = [];
-        for (const migration of MIGRATIONS) {
-          const sum = checksum(migration.postgres);
-          const recorded = done.get(migration.version);
-          if (recorded !== undefined) {
-            if (recorded !== sum) throw new StoreError("incompatible", `migration ${migration.name} was applied from a different file; restore a backup made by this release`);
-            continue;
-          }
+        for (const { migration, sum } of pendingMigrations(done, "postgres")) {
           await inTransaction(sql, async () => {
             await sql.unsafe(`set local statement_timeout = ${MIGRATION_STATEMENT_TIMEOUT_MS}`);
             await sql.unsafe(migration.postgres);

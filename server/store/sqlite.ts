@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
-import { assertNoUnknownMigrations, checksum, MIGRATION_HEAD, MIGRATIONS, RELEASE_CONTRACT } from "./migrations.ts";
+import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
 import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { RwLock } from "./rw-lock.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
@@ -138,14 +138,7 @@ export class SqliteStore implements Store {
             done.set(row.version, row.checksum);
           }
         }
-        assertNoUnknownMigrations(done.keys());
-        for (const migration of MIGRATIONS) {
-          const sum = checksum(migration.sqlite);
-          const recorded = done.get(migration.version);
-          if (recorded !== undefined) {
-            if (recorded !== sum) throw new StoreError("incompatible", `migration ${migration.name} was applied from a different file; restore a backup made by this release`);
-            continue;
-          }
+        for (const { migration, sum } of pendingMigrations(done, "sqlite")) {
           this.db.run(migration.sqlite);
           this.db.query("INSERT INTO service_migrations (version, name, checksum, applied_at_ms) VALUES ($v, $n, $c, $t)").run({ v: migration.version, n: migration.name, c: sum, t: now });
           applied.push(migration.name);
