@@ -70,21 +70,12 @@ export async function handleWebhook(deps: WebhookDeps, request: Request): Promis
     return failure(400, "payload");
   }
   if (mapping.kind === "unmapped") return { status: 202, body: { accepted: true, queued: false } };
-  return accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure);
-}
-
-async function accept(
-  deps: WebhookDeps,
-  mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
-  delivery: { deliveryId: string; event: string; action: string | null },
-  failure: (status: number, reason: FailureReason) => WebhookReply,
-): Promise<WebhookReply> {
-  const reply = await acceptOnce(deps, mapping, delivery, failure);
+  const reply = await accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure);
   if (reply.status === 202 && "queued" in reply.body && reply.body.queued) deps.onQueued?.();
   return reply;
 }
 
-async function acceptOnce(
+async function accept(
   deps: WebhookDeps,
   mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
   delivery: { deliveryId: string; event: string; action: string | null },
