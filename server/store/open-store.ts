@@ -1,11 +1,11 @@
 import type { DatabaseTarget } from "../config/index.ts";
-import { PostgresStore } from "./postgres.ts";
+import { PostgresStore, type StoreOptions } from "./postgres.ts";
 import { SqliteStore } from "./sqlite.ts";
 import type { MigrationReport, Store } from "./store.ts";
 
 /** Opens the configured backend for use; never creates or changes schema (the sqlite file must already exist). */
-export function openStore(target: DatabaseTarget): Store {
-  return target.backend === "sqlite" ? SqliteStore.open(target.path, { create: false }) : PostgresStore.open(target);
+export function openStore(target: DatabaseTarget, options: StoreOptions = {}): Store {
+  return target.backend === "sqlite" ? SqliteStore.open(target.path, { create: false }) : PostgresStore.open(target, options);
 }
 
 /** `database migrate`: the only path that creates or changes schema. */

@@ -58,6 +58,26 @@ export function connect(target: PostgresTarget, options: { max?: number; applica
   });
 }
 
+export type StoreOptions = {
+  /** How many times an operation aborted by a deadlock or a serialization failure runs again (default DEADLOCK_RETRIES). */
+  readonly deadlockRetries?: number;
+  /** Told of every operation the store runs again, with why. */
+  readonly onRetry?: (reason: RetryReason) => void;
+};
+
+/** Runs of one operation after a deadlock (40P01) or serialization failure (40001), each after a jittered, doubling pause. */
+export const DEADLOCK_RETRIES = 4;
+const RETRY_BASE_DELAY_MS = 10;
+/** No operation starts again later than this after its first attempt started: a webhook's answer and a job's lease wait on it. */
+export const RETRY_WINDOW_MS = 3_000;
+
+export type RetryReason = "deadlock" | "serialization" | "unique";
+
+function retryReason(error: unknown): RetryReason | null {
+  const code = (error as { code?: unknown })?.code;
+  return code === "40P01" ? "deadlock" : code === "40001" ? "serialization" : code === "23505" ? "unique" : null;
+}
+
 /** Connections of the pool lone statements are pipelined on (PostgresStore.statements). */
 export const STATEMENT_POOL_CONNECTIONS = 4;
 const APPLICATION_NAME = "codeowner-approval";
@@ -169,11 +189,15 @@ export class PostgresStore implements Store {
    *   concurrent statements on its connections, so under webhook load several acceptances share one write and one wake-up
    *   of a backend. Separate from `sql` so that pipelined statements never keep a transaction from getting a connection.
    */
-  constructor(readonly sql: Sql, private readonly statements: Sql = sql) {}
+  constructor(readonly sql: Sql, private readonly statements: Sql = sql, private readonly storeOptions: StoreOptions = {}) {
+    this.deadlockRetries = storeOptions.deadlockRetries ?? DEADLOCK_RETRIES;
+  }
 
-  static open(target: PostgresTarget, options: { max?: number } = {}): PostgresStore {
+  private readonly deadlockRetries: number;
+
+  static open(target: PostgresTarget, options: StoreOptions & { max?: number } = {}): PostgresStore {
     // postgres.js connects lazily: a process that never runs a lone statement never opens the second pool.
-    return new PostgresStore(connect(target, options), connect(target, { max: STATEMENT_POOL_CONNECTIONS, applicationName: `${APPLICATION_NAME}/statements` }));
+    return new PostgresStore(connect(target, options), connect(target, { max: STATEMENT_POOL_CONNECTIONS, applicationName: `${APPLICATION_NAME}/statements` }), options);
   }
 
   /** Runs `fn` on a connection acquired within the acquisition bound. */
@@ -242,13 +266,23 @@ export class PostgresStore implements Store {
    * with a lock_timeout of the given bound (workers take the same key shared around a check write).
    */
   async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
-    try {
-      return await this.executeOnce(op, options);
-    } catch (error) {
-      // Two transactions racing to insert the same key (a delivery ID accepted twice at once): operations are pure database
-      // work, so the loser runs again once and now sees the winner's row.
-      if ((error as { code?: unknown }).code !== "23505") throw error;
-      return this.executeOnce(op, options);
+    const started = performance.now();
+    let uniqueRetried = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.executeOnce(op, options);
+      } catch (error) {
+        // Operations are pure database work in one transaction, so one that PostgreSQL aborted changed nothing and may run
+        // again. Two transactions racing to insert the same key (a delivery ID accepted twice at once): the loser runs again
+        // once and now sees the winner's row. A deadlock or serialization failure (the lock order in store.ts makes them
+        // rare, not impossible: the guard, a manual session) runs again a few times, within RETRY_WINDOW_MS of the start.
+        const reason = retryReason(error);
+        const allowed = reason === "unique" ? !uniqueRetried : reason !== null && attempt <= this.deadlockRetries;
+        if (!allowed || performance.now() - started > RETRY_WINDOW_MS) throw error;
+        if (reason === "unique") uniqueRetried = true;
+        this.storeOptions.onRetry?.(reason!);
+        if (reason !== "unique") await Bun.sleep(Math.round(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1) * (0.5 + Math.random())));
+      }
     }
   }
 

@@ -2,6 +2,31 @@ import type { QueueGauges } from "../observability/metrics.ts";
 import type { Op, OpOptions } from "./op.ts";
 
 /**
+ * LOCK ORDER. Every operation that writes rows of several tables takes them in this one order, so that no two operations
+ * can wait for each other in a cycle (PostgreSQL answers such a cycle with 40P01, and a webhook that gets it is lost):
+ *
+ *   0. advisory locks: the installation publication guard (exclusive for authority acceptance, as the transaction's first
+ *      statement; shared for check writes, on a connection of its own), then the head publication guard (DESIGN 4). A
+ *      worker holding the guards only reads fences and inserts audit rows, so it never waits for a row while holding one;
+ *   1. `leases`: the reconciler's election row (its writes renew it first);
+ *   2. `installation_epochs` (A), by installation;
+ *   3. `head_generations` (S, I), by repository and head;
+ *   4. `pull_generations` (E), by repository and pull request number;
+ *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
+ *      evaluation), then by key (head, repository, base ref, pull request number);
+ *   6. `webhook_deliveries` and `audit_events`: rows of one acceptance or one job alone. No two different operations lock
+ *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where
+ *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last.
+ *
+ * Reads take no row locks and may come anywhere. Work-row batches are built in this order by advanceAndQueue
+ * (ops/work-rows.ts); a PostgreSQL one-statement form makes each part read the part before it, since PostgreSQL runs the
+ * parts of a statement in no documented order. On top of the order, PostgresStore.execute runs an operation again after a
+ * deadlock or serialization failure a bounded number of times (DEADLOCK_RETRIES within RETRY_WINDOW_MS), and once after a
+ * unique violation (two copies of one delivery accepted at once); server/store/lock-order.test.ts drives the operations
+ * concurrently with that retry off and reads PostgreSQL's deadlock counter. SQLite runs one transaction at a time.
+ */
+
+/**
  * The database seam. Each operation is one whole unit of work (one synchronous db.transaction on SQLite, one sql.begin on
  * PostgreSQL); no async callback crosses it, because bun:sqlite transactions cannot await (RECIPES 6).
  */

@@ -1,7 +1,7 @@
 import { batch, dialect, one, type Op, type Query, query, run } from "../op.ts";
 import {
-  advanceAuthorityEpoch, advanceHeadAndQueue, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery, queueInstallationFanout, queueRepositoryFanout,
-  type RepositoryRef, retainDelivery,
+  ADVANCE_INVALIDATED_SQL, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery,
+  queueInstallationFanout, queueRepositoryFanout, type RepositoryRef, retainDelivery, SETTLE_INVALIDATION_SQL, settleHeadInvalidation,
 } from "./work-rows.ts";
 
 /**
@@ -48,6 +48,10 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
  * ID was not yet retained; the delivery row carries the new S. A copy of the same delivery accepted at the same moment makes
  * the final insert fail on the primary key, the whole statement rolls back, and the store runs it again (it then finds the
  * retained copy and does nothing).
+ *
+ * PostgreSQL runs the parts of one statement in no documented order, so each part reads the one before it in the store's
+ * lock order (store.ts): the pull request's row is written from `head`'s output, the invalidation row only after `pull`
+ * exists, the evaluation row only after `invalidation`, and the delivery row only after both work rows.
  */
 function acceptInOneStatement(input: DirectTrigger): Query {
   return query(
@@ -57,26 +61,31 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         select $1::bigint, $2::bigint, $5::text, 1, 0, $7::bigint where not exists (select 1 from webhook_deliveries where delivery_id = $8::text)
         on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning shared_generation
-      ), invalidation as (
-        insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, $5::text, shared_generation, $7::bigint, $7::bigint, $7::bigint from head
-        on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
-        do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
       ), pull as (
         insert into pull_generations (installation_id, repository_id, pull_number, evaluation_generation, updated_at_ms)
         select $1::bigint, $2::bigint, $6::integer, 1, $7::bigint from head where $6::integer is not null
         on conflict (repository_id, pull_number) do update set evaluation_generation = pull_generations.evaluation_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning evaluation_generation
+      ), invalidation as (
+        insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
+        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, $5::text, shared_generation, $7::bigint, $7::bigint, $7::bigint from head
+        where $6::integer is null or exists (select 1 from pull)
+        on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
+        do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
+        returning 1
       ), evaluation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
         select 'evaluation', 4, $1::bigint, $2::bigint, $3::text, $4::text, $6::integer, $5::text, evaluation_generation,
           coalesce((select authority_epoch from installation_epochs where installation_id = $1::bigint), 0), $7::bigint, $7::bigint, $7::bigint from pull
+        where exists (select 1 from invalidation)
         on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
         do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
           repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}
+        returning 1
       )
       insert into webhook_deliveries (delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, received_at_ms, shared_generation)
       select $8::text, $9::text, $10::text, $1::bigint, $2::bigint, $6::integer, $5::text, $7::bigint, shared_generation from head
+      where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
       returning shared_generation`,
     input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
   );
@@ -108,22 +117,15 @@ export function* recordLiveHead(input: RepositoryRef & { readonly pullNumber: nu
  * batch; `last` when it is the whole operation (it then commits with it).
  */
 export function* markHeadInvalidated(input: { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number }, options: { readonly last?: boolean } = {}): Op<boolean> {
-  const params = [input.repositoryId, input.headSha, input.generation, input.now];
-  const advance = `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4
-    where repository_id = $1 and head_sha = $2 and $3 <= shared_generation
-    returning shared_generation, invalidated_generation`;
-  const settle = "delete from jobs where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2";
   let head: { shared_generation: number; invalidated_generation: number } | null;
   if ((yield* dialect()) === "postgresql") {
-    // One statement (the fast path runs this after every accepted trigger, issue 5); the same effect as the batch below.
-    const [row] = yield* batch([query("one", `with head as (${advance}), settled as (${settle} and exists (select 1 from head where invalidated_generation >= shared_generation))
-      select shared_generation, invalidated_generation from head`, ...params)], options);
+    // One statement (the fast path runs this after every accepted trigger, issue 5); the same effect as the batch below. The
+    // delete depends on the head's row, so the head row is locked first (the store's lock order).
+    const [row] = yield* batch([query("one", `with head as (${ADVANCE_INVALIDATED_SQL}), settled as (${SETTLE_INVALIDATION_SQL} and exists (select 1 from head where invalidated_generation >= shared_generation))
+      select shared_generation, invalidated_generation from head`, input.repositoryId, input.headSha, input.generation, input.now)], options);
     head = row as typeof head;
   } else {
-    const [row] = yield* batch([
-      query("one", advance, ...params),
-      query("run", `${settle} and exists (select 1 from head_generations where repository_id = $1 and head_sha = $2 and $3 <= shared_generation and invalidated_generation >= shared_generation)`, ...params.slice(0, 3)),
-    ], options);
+    const [row] = yield* batch([advanceInvalidatedGeneration(input), settleHeadInvalidation(input)], options);
     head = row as typeof head;
   }
   return head !== null && head.invalidated_generation >= head.shared_generation;

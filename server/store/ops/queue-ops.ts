@@ -1,5 +1,5 @@
 import { all, batch, one, type Op, run } from "../op.ts";
-import { currentAuthorityEpoch, evaluationAdvanceQueries, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
+import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
 /**
  * Queue operations of the worker (spec "Queue rows"; DESIGN 4).
@@ -108,7 +108,16 @@ export function* readFences(input: { jobId: number; owner: string; installationI
 
 /** Supersedes each pull request's evaluation generation and queues its evaluation at the current authority epoch. */
 export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
-  if (pulls.length > 0) yield* batch(pulls.flatMap((pull) => evaluationAdvanceQueries(repository, pull.number, pull.headSha, now)));
+  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { pulls }, now));
+}
+
+/**
+ * The end of an exact-head invalidation job: each open pull request on the head gets a new evaluation generation and its
+ * evaluation, the generation captured at the job's start is marked invalidated, and the audit row is written.
+ */
+export function* finishHeadInvalidation(repository: RepositoryRef, headSha: string, generation: number, pulls: readonly number[], now: number): Op<void> {
+  yield* batch(advanceAndQueue(repository, { invalidated: { headSha, generation }, pulls: pulls.map((number) => ({ number, headSha })) }, now));
+  yield* recordAudit({ kind: "invalidation", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha, outcome: "completed", detail: { shared_generation: generation, pull_requests: pulls.length }, now });
 }
 
 /** Installation-wide work split into one repository-wide row per repository (their own fences), in one transaction. */

@@ -1,5 +1,5 @@
 import { all, batch, one, type Op, run } from "../op.ts";
-import { evaluationAdvanceQueries, headAdvanceQueries, type RepositoryRef } from "./work-rows.ts";
+import { advanceAndQueue, type RepositoryRef } from "./work-rows.ts";
 
 /**
  * Store operations of the reconciler (spec "Reconciliation attempt", "Webhook delivery record" retention, "Generations" 3;
@@ -73,32 +73,32 @@ export function* queueMissingWork(input: {
   );
   const evaluating = new Set(live.filter((r) => r.kind === "evaluation").map((r) => Number(r.pull_number)));
   const invalidating = new Set(live.filter((r) => r.kind === "head_invalidation").map((r) => r.head_sha));
-  const advanced = new Set<string>();
-  let queued = 0;
+  const seen = new Set<string>();
+  const heads: string[] = [];
+  const pulls: { number: number; headSha: string }[] = [];
   let kept = 0;
   for (const pull of input.pulls) {
     if (evaluating.has(pull.number) || invalidating.has(pull.headSha)) {
       kept++;
       continue;
     }
-    if (!advanced.has(pull.headSha)) {
+    if (!seen.has(pull.headSha)) {
       // A head this service never saw (a missed delivery) is new work: S advances with an exact-head invalidation (spec
       // "Generations" 3). A head already seen and fully invalidated gets only a fresh evaluation (E below): re-running the
       // invalidation would reset every managed check to in_progress at every scan although nothing about the head changed.
+      // Reads take no row locks; the writes below go out as one batch in the store's lock order.
       const head = yield* one<{ shared_generation: number; invalidated_generation: number }>(
         "select shared_generation, invalidated_generation from head_generations where repository_id = $1 and head_sha = $2",
         repository.repositoryId, pull.headSha,
       );
-      if (head === null || head.shared_generation === 0 || head.invalidated_generation < head.shared_generation) {
-        // Two pull requests on one head: the head advances once, each pull request gets its own evaluation.
-        yield* batch(headAdvanceQueries(repository, pull.headSha, now));
-      }
-      advanced.add(pull.headSha);
+      // Two pull requests on one head: the head advances once, each pull request gets its own evaluation.
+      if (head === null || head.shared_generation === 0 || head.invalidated_generation < head.shared_generation) heads.push(pull.headSha);
+      seen.add(pull.headSha);
     }
-    yield* batch(evaluationAdvanceQueries(repository, pull.number, pull.headSha, now));
-    queued++;
+    pulls.push(pull);
   }
-  return { kind: "queued", queued, kept };
+  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { heads, pulls }, now));
+  return { kind: "queued", queued: pulls.length, kept };
 }
 
 /** Delivery IDs removed per pruning transaction, so one statement stays well inside the ordinary statement bound. */

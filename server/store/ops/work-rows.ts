@@ -107,14 +107,51 @@ function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: strin
   );
 }
 
-/** S(head) := S + 1 and the exact-head invalidation at the new S (spec "Generations" 1); the first row carries the new S. */
-export function headAdvanceQueries(repo: RepositoryRef, headSha: string, now: number): Query[] {
-  return [advanceSharedGeneration(repo, headSha, now), queueHeadInvalidation(repo, headSha, now)];
+/**
+ * Generation advances and their work rows, as one batch in the store's lock order (store.ts): every head's S (sorted by
+ * head), then every pull request's E (sorted by number), then the exact-head invalidation rows, then the evaluation rows.
+ * Each work row reads its generation in SQL, so the batch needs no result before it is sent. When heads are given, the
+ * batch's first row carries the first head's new shared generation.
+ */
+export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: number): Query[] {
+  const heads = [...new Set(work.heads ?? [])].sort();
+  const pulls = [...new Map((work.pulls ?? []).map((pull) => [pull.number, pull])).values()].sort((a, b) => a.number - b.number);
+  const invalidated = work.invalidated ? { repositoryId: repo.repositoryId, ...work.invalidated, now } : null;
+  return [
+    ...(invalidated ? [advanceInvalidatedGeneration(invalidated)] : []),
+    ...heads.map((head) => advanceSharedGeneration(repo, head, now)),
+    ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
+    ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
+    ...heads.map((head) => queueHeadInvalidation(repo, head, now)),
+    ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now)),
+  ];
 }
 
-/** E(pull) := E + 1 and its evaluation at the new E and the current authority epoch (spec "Generations" 2). */
-export function evaluationAdvanceQueries(repo: RepositoryRef, pullNumber: number, headSha: string, now: number): Query[] {
-  return [advanceEvaluationGeneration(repo, pullNumber, now), queueEvaluation(repo, pullNumber, headSha, now)];
+export type AdvanceWork = {
+  /** Heads whose shared generation advances, each with its exact-head invalidation. */
+  readonly heads?: readonly string[];
+  /** Pull requests whose evaluation generation advances, each with its evaluation. */
+  readonly pulls?: readonly { readonly number: number; readonly headSha: string }[];
+  /** A head whose invalidation reached `generation` (I := max(I, generation)); its pending invalidation row goes when I = S. */
+  readonly invalidated?: { readonly headSha: string; readonly generation: number };
+};
+
+type Invalidated = { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number };
+
+/** I(head) := max(I, generation) when generation <= S; the row (S, I) when it changed. */
+export const ADVANCE_INVALIDATED_SQL = `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4
+    where repository_id = $1 and head_sha = $2 and $3 <= shared_generation
+    returning shared_generation, invalidated_generation`;
+/** The pending exact-head invalidation row of a head (a leased one is a worker's); callers add the condition that I = S. */
+export const SETTLE_INVALIDATION_SQL = "delete from jobs where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2";
+
+export function advanceInvalidatedGeneration(input: Invalidated): Query {
+  return query("one", ADVANCE_INVALIDATED_SQL, input.repositoryId, input.headSha, input.generation, input.now);
+}
+
+/** Removes the head's pending invalidation row when its invalidated generation caught up with its shared generation. */
+export function settleHeadInvalidation(input: Invalidated): Query {
+  return query("run", `${SETTLE_INVALIDATION_SQL} and exists (select 1 from head_generations where repository_id = $1 and head_sha = $2 and $3 <= shared_generation and invalidated_generation >= shared_generation)`, input.repositoryId, input.headSha, input.generation);
 }
 
 export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: number, now: number): Op<void> {
@@ -144,5 +181,5 @@ export function* queueInstallationFanout(installationId: number, authorityEpoch:
  * and the evaluation (spec "Generations" 1 and 2), as one batch; its first row carries the new shared generation.
  */
 export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number): Query[] {
-  return [...headAdvanceQueries(repo, headSha, now), ...(pullNumber === null ? [] : evaluationAdvanceQueries(repo, pullNumber, headSha, now))];
+  return advanceAndQueue(repo, { heads: [headSha], pulls: pullNumber === null ? [] : [{ number: pullNumber, headSha }] }, now);
 }

@@ -1,4 +1,4 @@
-import { markHeadInvalidated, type JobRow, one, recordAudit, supersedeAndQueue } from "../../store/index.ts";
+import { finishHeadInvalidation, type JobRow, one } from "../../store/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
@@ -26,10 +26,6 @@ export async function invalidateHead(ctx: WorkerContext, row: JobRow, signal: Ab
   if (!open.complete && open.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", open.retryAfterMs ?? null);
   const onHead = open.complete ? open.items.filter((pull) => pull.headSha === headSha) : [];
   if (!open.complete) ctx.log.warn({ cause: open.cause }, "open pull requests over the bound: evaluations fan out to the ones listed; the shared-head check fails closed");
-  await ctx.store.execute(function* () {
-    yield* supersedeAndQueue(repository, onHead.map((pull) => ({ number: pull.number, headSha })), ctx.now());
-    yield* markHeadInvalidated({ repositoryId: repository.repositoryId, headSha, generation, now: ctx.now() });
-    yield* recordAudit({ kind: "invalidation", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha, outcome: "completed", detail: { shared_generation: generation, pull_requests: onHead.length }, now: ctx.now() });
-  });
+  await ctx.store.execute(() => finishHeadInvalidation(repository, headSha, generation, onHead.map((pull) => pull.number), ctx.now()));
   return { kind: "done", note: `invalidated generation ${generation}` };
 }
