@@ -11,7 +11,7 @@ afterAll(async () => { await sim.stop(); });
 test("a manifest code converts once into credentials the forge accepts", async () => {
   const { code } = sim.control.mintManifestCode({ manifest: { name: "Acme Approval", hook_attributes: { url: "https://svc.example/webhooks/forge" } }, owner: "acme" });
   const credentials = await convertAppManifest({ apiUrl: sim.url, requestTimeoutMs: 2000 }, code);
-  expect(credentials).toMatchObject({ slug: "acme-approval", name: "Acme Approval", ownerLogin: "acme" });
+  expect(credentials).toMatchObject({ slug: "acme-approval", name: "Acme Approval", ownerLogin: "acme", ownerType: "Organization" });
   expect(credentials.pem).toContain("BEGIN RSA PRIVATE KEY");
   expect(credentials.webhookSecret.length).toBeGreaterThanOrEqual(32);
   const client = createForgeClient({ apiUrl: sim.url, appId: credentials.id, privateKey: credentials.pem, requestTimeoutMs: 2000, checkName: CHECK_NAME, logger: bufferLogger().logger });

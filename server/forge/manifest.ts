@@ -18,6 +18,8 @@ export interface AppCredentials {
   name: string;
   htmlUrl: string;
   ownerLogin: string | null;
+  /** The owner account's type as the forge names it ("Organization", "User"); null when the answer has none. */
+  ownerType: string | null;
   clientId: string;
   clientSecret: string;
   webhookSecret: string;
@@ -55,9 +57,10 @@ export async function convertAppManifest(options: ManifestConversionOptions, cod
     return v;
   };
   if (typeof o.id !== "number" || !Number.isSafeInteger(o.id) || o.id <= 0) throw new ForgeError("permanent", `${ROUTE}: the credential response is incomplete (id)`);
-  const owner = typeof o.owner === "object" && o.owner !== null ? (o.owner as Record<string, unknown>).login : null;
+  const owner = (typeof o.owner === "object" && o.owner !== null ? o.owner : {}) as Record<string, unknown>;
+  const ownerText = (key: string) => { const v = owner[key]; return typeof v === "string" ? v : null; };
   return {
-    id: o.id, slug: text("slug"), name: text("name"), htmlUrl: text("html_url"), ownerLogin: typeof owner === "string" ? owner : null,
+    id: o.id, slug: text("slug"), name: text("name"), htmlUrl: text("html_url"), ownerLogin: ownerText("login"), ownerType: ownerText("type"),
     clientId: text("client_id"), clientSecret: text("client_secret"), webhookSecret: text("webhook_secret"), pem: text("pem"),
   };
 }
