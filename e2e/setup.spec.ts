@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { newSetupNonce, SETUP_NONCE_COOKIE } from "../server/setup/nonce.ts";
 import { setupStateAudience, signSetupState } from "../server/setup/state.ts";
 import { control, migrate, type Running, startService, startSimulator } from "./support/setup-processes.ts";
 import { makeCertificates, startTlsProxy, type TlsProxy } from "./support/setup-tls.ts";
@@ -12,6 +13,8 @@ import { makeCertificates, startTlsProxy, type TlsProxy } from "./support/setup-
  * URL is HTTPS, as behind an ingress), the forge simulator as its own process. An administrator creates the App on the simulator's
  * creation page and reads its credentials on the callback page; the spec writes them to files, restarts the service with them,
  * sees readiness report forge_credentials true, and a pull request get its check run from that App. Then the error pages.
+ * The setup is bound to the browser that opened /setup by a __Host- nonce cookie (issue 16): Chromium keeps it from the HTTPS
+ * proxy's origin (https://127.0.0.1, a secure origin) and sends it on the forge's cross-site redirect back (SameSite=Lax).
  */
 test.describe.configure({ mode: "serial" });
 
@@ -27,7 +30,7 @@ const dbEnv = () => ({ SERVICE_DATABASE_URL: `sqlite:${join(dir, "service.db")}`
 
 // What the administrator saw on the callback page, and the address it came back on.
 const otherSecrets: string[] = []; // of the second App (tampered-state test)
-const created = { appId: 0, slug: "", pem: "", webhookSecret: "", clientId: "", clientSecret: "", callbackUrl: "", code: "", state: "" };
+const created = { appId: 0, slug: "", pem: "", webhookSecret: "", clientId: "", clientSecret: "", callbackUrl: "", code: "", state: "", nonce: "" };
 
 let external: string[] = [];
 let consoleErrors: string[] = [];
@@ -76,6 +79,12 @@ test("the administrator creates the App on the forge and reads its credentials o
   await expect(page.getByRole("heading", { name: "Create the code-owner approval App" })).toBeVisible();
   await expect(page.locator("#webhook-url")).toHaveText(`${proxy.url}/webhooks/forge`);
   await expect(page.locator("#permissions")).toContainText("Checks");
+  // The browser keeps the setup's nonce: HttpOnly, Secure, SameSite=Lax, for the state's 10 minutes.
+  const [nonce] = (await context.cookies(proxy.url)).filter((c) => c.name === SETUP_NONCE_COOKIE);
+  expect(nonce).toMatchObject({ httpOnly: true, secure: true, sameSite: "Lax", path: "/" });
+  expect(nonce!.expires - Date.now() / 1000).toBeGreaterThan(590);
+  expect(nonce!.expires - Date.now() / 1000).toBeLessThanOrEqual(600);
+  expect(await page.evaluate(() => document.cookie)).toBe("");
 
   await page.getByRole("button", { name: "Create App on the forge" }).click();
   await expect(page.getByRole("heading", { name: "Create GitHub App for acme" })).toBeVisible();
@@ -90,6 +99,9 @@ test("the administrator creates the App on the forge and reads its credentials o
   created.callbackUrl = page.url();
   created.code = landed.searchParams.get("code")!;
   created.state = landed.searchParams.get("state")!;
+  // The nonce went back with the forge's redirect (the page shows credentials) and is dropped now that it was used.
+  expect((await context.cookies(proxy.url)).filter((c) => c.name === SETUP_NONCE_COOKIE)).toEqual([]);
+  created.nonce = nonce!.value;
 
   created.appId = Number(await page.locator("#app-id").textContent());
   created.slug = (await page.locator("#app-slug").textContent())!;
@@ -115,21 +127,23 @@ test("the administrator creates the App on the forge and reads its credentials o
   expect(readFileSync((await download.path())!, "utf8")).toBe(created.pem);
 });
 
-test("a reused code shows a clear error page with status 400", async () => {
+test("reloading the credentials page shows a clear error page with status 400, and no credential", async () => {
   const response = await page.goto(created.callbackUrl);
   expect(response!.status()).toBe(400);
-  await expect(page.getByRole("heading", { name: "Code refused by the forge" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Setup link already used" })).toBeVisible();
   await expect(page.locator("body")).not.toContainText("BEGIN RSA");
+  await expect(page.locator("body")).not.toContainText(created.webhookSecret);
 });
 
 test("an expired state shows a clear error page with status 400", async () => {
-  const expired = signSetupState(new TextEncoder().encode(stateSecret), setupStateAudience(proxy.url), Date.now() - 11 * 60_000);
+  const claims = { nonceHash: newSetupNonce().hash, organization: "acme" };
+  const expired = signSetupState(new TextEncoder().encode(stateSecret), setupStateAudience(proxy.url), Date.now() - 11 * 60_000, claims);
   const response = await page.goto(`${proxy.url}/setup/callback?${new URLSearchParams({ code: created.code, state: expired })}`);
   expect(response!.status()).toBe(400);
   await expect(page.getByRole("heading", { name: "Setup link expired" })).toBeVisible();
 });
 
-test("a tampered state shows a clear error page with status 400, and its code is not used", async () => {
+test("a tampered state, or the address opened in another browser, shows a clear 400 page, and its code is not used", async ({ browser }) => {
   // A second App, for acme-labs: the forge's redirect is held back (Playwright routes only the first request of a redirect
   // chain, so the "Create" post is fetched here without following it) so that the tampered address reaches the service first.
   let held = "";
@@ -140,6 +154,7 @@ test("a tampered state shows a clear error page with status 400, and its code is
     await route.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>held</title><p>redirect held</p>" });
   });
   await page.goto(`${proxy.url}/setup?organization=acme-labs`);
+  otherSecrets.push(...(await context.cookies(proxy.url)).filter((c) => c.name === SETUP_NONCE_COOKIE).map((c) => c.value));
   await page.getByRole("button", { name: "Create App on the forge" }).click();
   await page.getByRole("button", { name: "Create GitHub App for acme-labs" }).click();
   await expect.poll(() => held).not.toBe("");
@@ -156,7 +171,16 @@ test("a tampered state shows a clear error page with status 400, and its code is
     expect(response!.status()).toBe(400);
     await expect(page.getByRole("heading", { name: "Invalid setup state" })).toBeVisible();
   }
-  // The state was checked before any exchange: the genuine address still converts the (unused) code.
+  // Another browser (no setup cookie) cannot use the genuine address either.
+  const elsewhere = await browser.newContext({ ignoreHTTPSErrors: true });
+  const other = await elsewhere.newPage();
+  const refused = await other.goto(held);
+  expect(refused!.status()).toBe(400);
+  await expect(other.getByRole("heading", { name: "Setup started in another browser" })).toBeVisible();
+  await expect(other.locator("body")).not.toContainText("BEGIN RSA");
+  await elsewhere.close();
+  // The state and cookie were checked before any exchange: the genuine address in the administrator's browser still converts
+  // the (unused) code.
   const response = await page.goto(held);
   expect(response!.status()).toBe(200);
   await expect(page.locator("#app-slug")).toHaveText("acme-labs-code-owner-approval");
@@ -177,10 +201,10 @@ test("restarted with the credentials, the service is ready and that App publishe
   setupOutput += service!.output();
   await service!.stop();
   service = null;
-  const secrets = [created.code, created.state, ...created.state.split("."), created.webhookSecret, created.clientSecret, created.clientId, ...created.pem.split("\n").filter((l) => l.length > 20)];
+  const secrets = [created.code, created.state, ...created.state.split("."), created.nonce, created.webhookSecret, created.clientSecret, created.clientId, ...created.pem.split("\n").filter((l) => l.length > 20)];
   expect(setupOutput).toContain('"msg":"listening"');
   // Each callback left one fixed outcome word, and nothing else about the request.
-  for (const word of ["exchange_ok", "exchange_rejected", "state_expired", "state_signature"]) expect(setupOutput).toContain(`"setup_callback":"${word}"`);
+  for (const word of ["exchange_ok", "state_replayed", "state_expired", "state_signature", "cookie_missing"]) expect(setupOutput).toContain(`"setup_callback":"${word}"`);
   expect(otherSecrets.length).toBeGreaterThan(5);
   for (const secret of [...secrets, ...otherSecrets]) expect(setupOutput).not.toContain(secret);
 

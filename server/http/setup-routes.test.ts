@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { mintAppJwt } from "../../e2e/forge/scenario.ts";
 import type { Config } from "../config/index.ts";
 import { createLogger } from "../observability/logger.ts";
-import { createExchange, type ExchangeCode, setupStateAudience, signSetupState } from "../setup/index.ts";
+import { createExchange, type ExchangeCode, newSetupNonce, SETUP_NONCE_COOKIE, setupStateAudience, signSetupState } from "../setup/index.ts";
 import { setupRoutes } from "./setup-routes.ts";
 
 const PUBLIC_URL = "https://approvals.example.com";
@@ -27,15 +28,31 @@ function routes(options: { enabled?: boolean; exchange?: ExchangeCode; now?: () 
   return setupRoutes({ config, ...(options.exchange ? { exchange: options.exchange } : {}), ...(options.now ? { now: options.now } : {}), ...(options.log ? { log: options.log } : {}) });
 }
 type Routes = ReturnType<typeof routes>;
-const get = (app: Routes, path: string) => app.handle(new Request(`http://localhost${path}`));
-const validState = (now = Date.now()) => signSetupState(STATE_SECRET, setupStateAudience(PUBLIC_URL), now);
+const get = (app: Routes, path: string, cookie?: string) => app.handle(new Request(`http://localhost${path}`, cookie ? { headers: { cookie } } : {}));
+/** A state signed as /setup signs it (for `organization`, at `now`), and the cookie of the browser it belongs to. */
+function signedSetup(now = Date.now(), organization: string | null = "acme", secret = STATE_SECRET, publicUrl = PUBLIC_URL) {
+  const nonce = newSetupNonce();
+  return { state: signSetupState(secret, setupStateAudience(publicUrl), now, { nonceHash: nonce.hash, organization }), cookie: `${SETUP_NONCE_COOKIE}=${nonce.nonce}` };
+}
 const query = (params: Record<string, string>) => new URLSearchParams(params).toString();
+
+/** The `name=value` of the cookie a response sets (what a browser sends back), or "" when it sets none. */
+const cookieOf = (response: Response) => (response.headers.get("set-cookie") ?? "").split(";")[0]!;
+
+/** The administrator's browser opens /setup: the state the form carries to the forge, and the cookie the browser keeps. */
+async function startSetup(app: Routes, organization: string | null) {
+  const response = await get(app, organization === null ? "/setup" : `/setup?organization=${organization}`);
+  const page = await response.text();
+  const action = new URL(/<form method="post" action="([^"]+)">/.exec(page)![1]!.replace(/&amp;/g, "&"));
+  return { response, page, action, state: action.searchParams.get("state")!, cookie: cookieOf(response) };
+}
 
 /** The administrator's browser: opens /setup, posts the form to the forge, presses Create, follows the redirect. */
 let flows = 0;
 async function runFlow(app: Routes, organization = `acme${++flows}`) {
   sim.control.createOrganization({ login: organization }); // App names are unique on the forge: one organization per flow
-  const page = await (await get(app, `/setup?organization=${organization}`)).text();
+  const started = await get(app, `/setup?organization=${organization}`);
+  const page = await started.text();
   const action = /<form method="post" action="([^"]+)">/.exec(page)![1]!.replace(/&amp;/g, "&");
   const manifest = /name="manifest" value="([^"]+)"/.exec(page)![1]!.replace(/&quot;/g, '"').replace(/&amp;/g, "&");
   const shown = await fetch(action, { method: "POST", body: new URLSearchParams({ manifest }), redirect: "manual" });
@@ -43,7 +60,27 @@ async function runFlow(app: Routes, organization = `acme${++flows}`) {
   const confirmed = await fetch(`${sim.url}/settings/apps/new/confirm`, { method: "POST", body: new URLSearchParams({ pending }), redirect: "manual" });
   const location = new URL(confirmed.headers.get("location")!);
   expect(`${location.origin}${location.pathname}`).toBe(`${PUBLIC_URL}/setup/callback`);
-  return { location, code: location.searchParams.get("code")!, state: location.searchParams.get("state")!, manifest: JSON.parse(manifest) as Record<string, unknown> };
+  return {
+    organization, location, path: `${location.pathname}${location.search}`, code: location.searchParams.get("code")!,
+    state: location.searchParams.get("state")!, cookie: cookieOf(started),
+    manifest: JSON.parse(manifest) as Record<string, unknown>,
+  };
+}
+
+/** A one-use code for a new App owned by `owner` (created as an organization unless it exists), as the forge would mint it. */
+let minted = 0;
+function codeForAppOf(owner: string, type: "Organization" | "User" = "Organization") {
+  if (type === "User") sim.control.createUser({ login: owner });
+  else sim.control.createOrganization({ login: owner });
+  return sim.control.mintManifestCode({ manifest: { name: `minted approval ${++minted}` }, owner }).code;
+}
+
+/** Nothing of the App behind `code`, nor the code itself, is in `html`: no key, no secret, no App ID. */
+function expectNothingSecret(html: string, code: string) {
+  expect(html).not.toContain(code);
+  expect(html).not.toContain("BEGIN RSA");
+  expect(html).not.toMatch(/id="(app-id|private-key|webhook-secret|client-secret|client-id)"/);
+  for (const app of sim.control.state.apps.values()) if (app.webhookSecret) expect(html).not.toContain(app.webhookSecret);
 }
 
 function expectSetupHeaders(response: Response, contentType = "text/html; charset=utf-8") {
@@ -62,8 +99,8 @@ function expectSetupHeaders(response: Response, contentType = "text/html; charse
 describe("spec error table: setup rows", () => {
   test("/setup/callback success: 200 text/html with App ID, slug, private key, webhook secret and client ID/secret", async () => {
     const app = routes();
-    const { location } = await runFlow(app, "acme");
-    const response = await get(app, `${location.pathname}${location.search}`);
+    const { path, cookie } = await runFlow(app, "acme");
+    const response = await get(app, path, cookie);
     expect(response.status).toBe(200);
     expectSetupHeaders(response);
     expect(response.headers.get("content-security-policy")).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
@@ -97,17 +134,20 @@ describe("spec error table: setup rows", () => {
   test("/setup/callback invalid state (tampered, wrong secret, other audience, garbage): 400, and the code is not exchanged", async () => {
     let exchanges = 0;
     const app = routes({ exchange: async () => { exchanges++; return { kind: "rejected" }; } });
-    const state = validState();
+    // Each state comes with the cookie of the browser it was made for: the state alone is what is wrong.
+    const { state, cookie } = signedSetup();
     const [payload, signature] = state.split(".") as [string, string];
-    const tampered = [
-      `${payload.slice(0, -2)}${payload.at(-2) === "A" ? "B" : "A"}${payload.at(-1)}.${signature}`,
-      `${payload}.${signature.slice(0, -3)}${signature.at(-3) === "A" ? "B" : "A"}${signature.slice(-2)}`,
-      signSetupState(new TextEncoder().encode("some-other-secret-that-is-32-bytes!"), setupStateAudience(PUBLIC_URL), Date.now()),
-      signSetupState(STATE_SECRET, setupStateAudience("https://other.example.com"), Date.now()),
-      "not-a-state",
+    const otherSecret = signedSetup(Date.now(), "acme", new TextEncoder().encode("some-other-secret-that-is-32-bytes!"));
+    const otherAudience = signedSetup(Date.now(), "acme", STATE_SECRET, "https://other.example.com");
+    const tampered: [string, string][] = [
+      [`${payload.slice(0, -2)}${payload.at(-2) === "A" ? "B" : "A"}${payload.at(-1)}.${signature}`, cookie],
+      [`${payload}.${signature.slice(0, -3)}${signature.at(-3) === "A" ? "B" : "A"}${signature.slice(-2)}`, cookie],
+      [otherSecret.state, otherSecret.cookie],
+      [otherAudience.state, otherAudience.cookie],
+      ["not-a-state", cookie],
     ];
-    for (const bad of tampered) {
-      const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: bad })}`);
+    for (const [bad, browser] of tampered) {
+      const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: bad })}`, browser);
       expect(response.status).toBe(400);
       expectSetupHeaders(response);
       expect(await response.text()).toContain("Invalid setup state");
@@ -118,7 +158,8 @@ describe("spec error table: setup rows", () => {
   test("/setup/callback expired state: 400, and the code is not exchanged", async () => {
     let exchanges = 0;
     const app = routes({ exchange: async () => { exchanges++; return { kind: "rejected" }; } });
-    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: validState(Date.now() - 11 * 60_000) })}`);
+    const { state, cookie } = signedSetup(Date.now() - 11 * 60_000);
+    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state })}`, cookie);
     expect(response.status).toBe(400);
     expect(await response.text()).toContain("Setup link expired");
     expect(exchanges).toBe(0);
@@ -126,18 +167,22 @@ describe("spec error table: setup rows", () => {
 
   test("/setup/callback rejected exchange (reused code, expired code, unknown code): 400", async () => {
     const app = routes();
-    const { location, code, state } = await runFlow(app);
-    expect((await get(app, `${location.pathname}${location.search}`)).status).toBe(200);
-    const reused = await get(app, `${location.pathname}${location.search}`);
-    expect(reused.status).toBe(400);
-    expectSetupHeaders(reused);
-    expect(await reused.text()).toContain("Code refused by the forge");
-
+    const flow = await runFlow(app);
+    expect((await get(app, flow.path, flow.cookie)).status).toBe(200);
+    // Each code below comes with a fresh, valid state and its cookie: what is refused is the code.
+    const refused = async (code: string) => {
+      const { state, cookie } = signedSetup(Date.now(), flow.organization);
+      const response = await get(app, `/setup/callback?${query({ code, state })}`, cookie);
+      expect(response.status).toBe(400);
+      expectSetupHeaders(response);
+      expect(await response.text()).toContain("Code refused by the forge");
+    };
+    await refused(flow.code);
     const second = await runFlow(app);
     sim.control.expireManifestCodes();
-    expect((await get(app, `/setup/callback?${query({ code: second.code, state: second.state })}`)).status).toBe(400);
-    expect((await get(app, `/setup/callback?${query({ code: "ffffffffffffffffffff", state })}`)).status).toBe(400);
-    expect((await get(app, `/setup/callback?${query({ code: "../../app", state })}`)).status).toBe(400);
+    await refused(second.code);
+    await refused("ffffffffffffffffffff");
+    await refused("../../app");
   });
 
   test("/setup/callback incomplete credential response: 400 and nothing shown", async () => {
@@ -146,7 +191,8 @@ describe("spec error table: setup rows", () => {
       delete body[missing];
       const fakeFetch = (async () => Response.json(body, { status: 201 })) as unknown as typeof fetch;
       const app = routes({ exchange: createExchange({ apiUrl: sim.url, fetch: fakeFetch }) });
-      const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: validState() })}`);
+      const { state, cookie } = signedSetup();
+      const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state })}`, cookie);
       expect(response.status).toBe(400);
       const html = await response.text();
       expect(html).toContain("Incomplete credentials");
@@ -169,7 +215,8 @@ describe("spec error table: setup rows", () => {
   test("/setup/callback with setup disabled and both parameters present: 404", async () => {
     let exchanges = 0;
     const app = routes({ enabled: false, exchange: async () => { exchanges++; return { kind: "rejected" }; } });
-    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: validState() })}`);
+    const { state, cookie } = signedSetup();
+    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state })}`, cookie);
     expect(response.status).toBe(404);
     expectSetupHeaders(response, "application/json; charset=utf-8");
     expect(exchanges).toBe(0);
@@ -182,6 +229,152 @@ describe("spec error table: setup rows", () => {
       expect(response.status).toBe(404);
       expect(await response.json()).toEqual({ error: "not_found" });
     }
+  });
+});
+
+describe("setup is bound to the browser that started it", () => {
+  /** An exchange against the simulator that counts its calls. */
+  const counted = () => {
+    const real = createExchange({ apiUrl: sim.url });
+    const counter = { calls: 0, exchange: (async (code: string) => { counter.calls++; return real(code); }) as ExchangeCode };
+    return counter;
+  };
+  const callback = (code: string, state: string) => `/setup/callback?${query({ code, state })}`;
+  const payloadOf = (state: string) => JSON.parse(Buffer.from(state.split(".")[0]!, "base64url").toString("utf8")) as Record<string, unknown>;
+
+  test("/setup sets a host-only, HttpOnly, Secure, SameSite=Lax nonce cookie for the state's lifetime; the state holds its hash", async () => {
+    const { response, state, cookie } = await startSetup(routes(), "acme");
+    const attributes = (response.headers.get("set-cookie") ?? "").split(/;\s*/).slice(1).map((a) => a.toLowerCase());
+    expect(cookie).toMatch(/^__Host-setup-nonce=[A-Za-z0-9_-]{43}$/);
+    expect(attributes.sort()).toEqual(["httponly", "max-age=600", "path=/", "samesite=lax", "secure"]);
+    const nonce = cookie.split("=")[1]!;
+    expect(state).not.toContain(nonce);
+    expect(payloadOf(state)).toMatchObject({ org: "acme", nh: createHash("sha256").update(nonce).digest("base64url") });
+    expect(payloadOf((await startSetup(routes(), null)).state)).toMatchObject({ org: null });
+    expect((await startSetup(routes(), "acme")).cookie).not.toBe(cookie);
+  });
+
+  test("a callback without the setup cookie is refused with 400, shows nothing, and leaves the code unused", async () => {
+    const counter = counted();
+    const app = routes({ exchange: counter.exchange });
+    const flow = await runFlow(app);
+    const refused = await get(app, flow.path);
+    expect(refused.status).toBe(400);
+    expectSetupHeaders(refused);
+    const html = await refused.text();
+    expect(html).toContain("Setup started in another browser");
+    expectNothingSecret(html, flow.code);
+    expect(counter.calls).toBe(0);
+    // The browser that started the setup still completes it.
+    expect((await get(app, flow.path, flow.cookie)).status).toBe(200);
+  });
+
+  test("a callback carrying another setup's cookie, or a forged one, is refused with 400 and the code is not exchanged", async () => {
+    const counter = counted();
+    const app = routes({ exchange: counter.exchange });
+    const first = await runFlow(app);
+    const second = await runFlow(app);
+    for (const cookie of [second.cookie, `__Host-setup-nonce=${"A".repeat(43)}`, `__Host-setup-nonce=${first.cookie.split("=")[1]!}x`, "__Host-setup-nonce="]) {
+      const refused = await get(app, first.path, cookie);
+      expect(refused.status).toBe(400);
+      const html = await refused.text();
+      expect(html).toContain("Setup started in another browser");
+      expectNothingSecret(html, first.code);
+    }
+    expect(counter.calls).toBe(0);
+  });
+
+  test("a state is used once: replayed with its cookie and another code, it is refused with 400 and the code is not exchanged", async () => {
+    const counter = counted();
+    const app = routes({ exchange: counter.exchange });
+    const flow = await runFlow(app);
+    const first = await get(app, flow.path, flow.cookie);
+    expect(first.status).toBe(200);
+    // The browser is told to drop the cookie once it was used.
+    expect(first.headers.get("set-cookie")).toMatch(/^__Host-setup-nonce=;.*Max-Age=0/i);
+    const other = codeForAppOf(flow.organization);
+    const replayed = await get(app, callback(other, flow.state), flow.cookie);
+    expect(replayed.status).toBe(400);
+    expectSetupHeaders(replayed);
+    const html = await replayed.text();
+    expect(html).toContain("Setup link already used");
+    expectNothingSecret(html, other);
+    // Reloading the credentials page (the browser dropped its cookie) says the same.
+    const reloaded = await get(app, flow.path);
+    expect(reloaded.status).toBe(400);
+    expect(await reloaded.text()).toContain("Setup link already used");
+    expect(counter.calls).toBe(1);
+    // Also when the first use was a refused code: the state is spent.
+    const again = await runFlow(app);
+    expect((await get(app, callback("ffffffffffffffffffff", again.state), again.cookie)).status).toBe(400);
+    expect((await get(app, again.path, again.cookie)).status).toBe(400);
+  });
+
+  test("an App owned by another organization than the state names is refused with 400, and nothing of it is shown", async () => {
+    const app = routes();
+    const { state, cookie } = await startSetup(app, "acme");
+    const code = codeForAppOf("evil-corp");
+    const response = await get(app, callback(code, state), cookie);
+    expect(response.status).toBe(400);
+    expectSetupHeaders(response);
+    const html = await response.text();
+    expect(html).toContain("App owned by another account");
+    expectNothingSecret(html, code);
+    expect(response.headers.get("set-cookie")).toMatch(/Max-Age=0/i);
+  });
+
+  test("a personal setup refuses an App owned by an organization, and an organization setup an App owned by a user", async () => {
+    const app = routes();
+    const personal = await startSetup(app, null);
+    const orgCode = codeForAppOf("acme-owned");
+    const refused = await get(app, callback(orgCode, personal.state), personal.cookie);
+    expect(refused.status).toBe(400);
+    const html = await refused.text();
+    expect(html).toContain("App owned by another account");
+    expectNothingSecret(html, orgCode);
+
+    // An answer naming the state's login as a user, or no owner at all, is refused too (the type and login must both match).
+    for (const owner of [{ login: "acme", type: "User" }, null, { login: "acme" }]) {
+      const body = { id: 7, slug: "x", name: "x", html_url: "https://forge.example/apps/x", owner, client_id: "Iv1.x", client_secret: "cs-secret-value", webhook_secret: "ws-secret-value", pem: "-----BEGIN RSA PRIVATE KEY-----" };
+      const fakeFetch = (async () => Response.json(body, { status: 201 })) as unknown as typeof fetch;
+      const faked = routes({ exchange: createExchange({ apiUrl: sim.url, fetch: fakeFetch }) });
+      const { state, cookie } = await startSetup(faked, "acme");
+      const response = await get(faked, callback("0123456789abcdef0123", state), cookie);
+      expect(response.status).toBe(400);
+      const text = await response.text();
+      expect(text).toContain("App owned by another account");
+      for (const secret of ["ws-secret-value", "cs-secret-value", "BEGIN RSA", "Iv1.x"]) expect(text).not.toContain(secret);
+    }
+  });
+
+  test("the owner's login is compared without regard to case; a personal setup accepts the administrator's own App", async () => {
+    const app = routes();
+    const { state, cookie } = await startSetup(app, "Acme-Case");
+    expect((await get(app, callback(codeForAppOf("acme-case"), state), cookie)).status).toBe(200);
+    const personal = await startSetup(app, null);
+    expect((await get(app, callback(codeForAppOf("some-admin", "User"), personal.state), personal.cookie)).status).toBe(200);
+  });
+
+  test("a state whose organization was changed is refused with 400 even with its own cookie", async () => {
+    const counter = counted();
+    const app = routes({ exchange: counter.exchange });
+    const { state, cookie } = await startSetup(app, "acme");
+    const changed = Buffer.from(JSON.stringify({ ...payloadOf(state), org: "evil-corp" })).toString("base64url");
+    const response = await get(app, callback(codeForAppOf("evil-corp"), `${changed}.${state.split(".")[1]}`), cookie);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("Invalid setup state");
+    expect(counter.calls).toBe(0);
+  });
+
+  test("when the forge does not answer, the state stays usable: the same browser retries and completes", async () => {
+    const app = routes({ exchange: createExchange({ apiUrl: sim.url, timeoutMs: 200 }) });
+    const flow = await runFlow(app);
+    sim.injectFault({ kind: "slow", method: "POST", path: "/app-manifests/[^/]+/conversions", delayMs: 2000, times: 1 });
+    const unavailable = await get(app, flow.path, flow.cookie);
+    sim.faults.clear();
+    expect(unavailable.status).toBe(502);
+    expect(unavailable.headers.get("set-cookie")).toBeNull();
+    expect((await get(app, flow.path, flow.cookie)).status).toBe(200);
   });
 });
 
@@ -227,8 +420,9 @@ describe("exchange", () => {
   test("a forge that does not answer in time is a 502 page, and the exchange is bounded", async () => {
     sim.injectFault({ kind: "slow", method: "POST", path: "/app-manifests/[^/]+/conversions", delayMs: 2000, times: 1 });
     const app = routes({ exchange: createExchange({ apiUrl: sim.url, timeoutMs: 200 }) });
+    const { state, cookie } = signedSetup();
     const started = performance.now();
-    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state: validState() })}`);
+    const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state })}`, cookie);
     expect(response.status).toBe(502);
     expect(performance.now() - started).toBeLessThan(1500);
     sim.faults.clear();
@@ -236,20 +430,25 @@ describe("exchange", () => {
 });
 
 describe("logs", () => {
-  test("the full log output after a flow contains neither the code, the state nor any credential", async () => {
+  test("the full log output after a flow contains neither the code, the state, the nonce nor any credential", async () => {
     const { lines, log } = capture();
     const app = routes({ log });
-    const { location, code, state } = await runFlow(app);
-    const html = await (await get(app, `${location.pathname}${location.search}`)).text();
-    await get(app, `${location.pathname}${location.search}`); // reused code
-    await get(app, `/setup/callback?${query({ code, state: `${state}x` })}`); // tampered state
+    const { path, code, state, cookie, organization } = await runFlow(app);
+    await get(app, path); // no cookie
+    const html = await (await get(app, path, cookie)).text();
+    await get(app, path, cookie); // replayed state
+    await get(app, `/setup/callback?${query({ code, state: `${state}x` })}`, cookie); // tampered state
+    const other = await startSetup(app, organization);
+    const foreign = codeForAppOf("foreign-owner");
+    await get(app, `/setup/callback?${query({ code: foreign, state: other.state })}`, other.cookie); // App of another account
     const output = lines.join("");
-    expect(lines.length).toBeGreaterThanOrEqual(3);
+    for (const word of ["cookie_missing", "exchange_ok", "state_replayed", "state_signature", "owner_mismatch"]) expect(output).toContain(`"setup_callback":"${word}"`);
     const appId = /<code id="app-id">(\d+)<\/code>/.exec(html)![1]!;
     const app_ = sim.control.state.apps.get(Number(appId))!;
     const pem = /<pre id="private-key">([^<]+)<\/pre>/.exec(html)![1]!;
     const clientSecret = /<pre id="client-secret">([^<]+)<\/pre>/.exec(html)![1]!;
-    for (const secret of [code, state, state.split(".")[0]!, state.split(".")[1]!, app_.webhookSecret!, clientSecret, app_.clientId, ...pem.split("\n").filter((l) => l.length > 20)]) {
+    const nonces = [cookie, other.cookie].map((c) => c.split("=")[1]!);
+    for (const secret of [code, foreign, state, state.split(".")[0]!, state.split(".")[1]!, other.state, ...nonces, app_.webhookSecret!, clientSecret, app_.clientId, ...pem.split("\n").filter((l) => l.length > 20)]) {
       expect(output).not.toContain(secret);
     }
     expect(output).not.toContain("/setup/callback?");
