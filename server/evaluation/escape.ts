@@ -2,11 +2,15 @@
 // Markdown-escaped, code-like values (paths, owners, logins, SHAs) are HTML-escaped inside <code>.
 import type { Text } from "./decision.ts";
 
-// C0, DEL, C1, zero-width and direction marks, bidi embeddings/overrides, bidi isolates, BOM / zero-width no-break space.
-const INVISIBLE = /[\u0000-\u001F\u007F-\u009F\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/g;
+// Every character a reader cannot see, by Unicode property rather than a list (issue 16 item 6): controls (Cc: C0, DEL, C1),
+// format characters (Cf: zero-width and direction marks, bidi embeddings/overrides/isolates, BOM, soft hyphen, U+061C,
+// U+180E, U+2060-2064, U+FFF9-FFFB, tag characters), the line and paragraph separators (Zl, Zp), lone surrogates (Cs), and
+// Default_Ignorable_Code_Point, which adds the invisible letters no general category catches (the Hangul fillers U+115F,
+// U+1160, U+3164, U+FFA0 are Lo) and variation selectors. The `u` flag makes a surrogate pair one code point.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Default_Ignorable_Code_Point}]/gu;
 
 export function visible(value: string): string {
-  return value.replace(INVISIBLE, (ch) => `\\u{${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}}`);
+  return value.replace(INVISIBLE, (ch) => `\\u{${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}}`);
 }
 
 /** Backslash-escapes every ASCII punctuation character Markdown (and the forge's mentions and references) could act on. */

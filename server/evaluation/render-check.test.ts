@@ -1,10 +1,16 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
 import { approve, baseEvidence, HEAD, OLD_HEAD, review, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
 import { code, escapeHtml, escapeMarkdown, visible } from "./escape.ts";
 import { fitOutput, renderCheck } from "./render-check.ts";
+
+/** The classes issue 16 names: every code point in them must come out escaped. */
+const INVISIBLE_CLASSES = /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]$/u;
+/** Those, lone surrogates, and what Unicode calls ignorable (rendered as nothing), such as the Hangul fillers. */
+const INVISIBLE_ANYWHERE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Default_Ignorable_Code_Point}]/u;
 
 const render = (evidence = baseEvidence()) => renderCheck(evaluate(evidence, DEFAULT_EVALUATION_SETTINGS));
 
@@ -94,6 +100,56 @@ describe("escaping", () => {
     ["\uFEFF", "\\u{FEFF}"],
   ])("the invisible character %j is rendered as %s", (input, shown) => {
     expect(visible(`a${input}b`)).toBe(`a${shown}b`);
+  });
+  test.each([
+    ["U+061C arabic letter mark", 0x061c],
+    ["U+00AD soft hyphen", 0x00ad],
+    ["U+180E mongolian vowel separator", 0x180e],
+    ["U+2060 word joiner", 0x2060],
+    ["U+2061 function application", 0x2061],
+    ["U+2062 invisible times", 0x2062],
+    ["U+2063 invisible separator", 0x2063],
+    ["U+2064 invisible plus", 0x2064],
+    ["U+2028 line separator", 0x2028],
+    ["U+2029 paragraph separator", 0x2029],
+    ["U+3164 hangul filler", 0x3164],
+    ["U+115F hangul choseong filler", 0x115f],
+    ["U+1160 hangul jungseong filler", 0x1160],
+    ["U+FFA0 halfwidth hangul filler", 0xffa0],
+    ["U+FFF9 interlinear annotation anchor", 0xfff9],
+    ["U+FFFA interlinear annotation separator", 0xfffa],
+    ["U+FFFB interlinear annotation terminator", 0xfffb],
+    ["U+E0001 language tag", 0xe0001],
+    ["U+E0041 tag latin capital A", 0xe0041],
+    ["U+E007F cancel tag", 0xe007f],
+  ])("the invisible character %s is rendered as its code point", (_, codePoint) => {
+    const shown = `\\u{${codePoint.toString(16).toUpperCase().padStart(4, "0")}}`;
+    expect(visible(`a${String.fromCodePoint(codePoint)}b`)).toBe(`a${shown}b`);
+  });
+  test("every code point of the Cc, Cf, Zl and Zp classes is rendered as its code point", () => {
+    let checked = 0;
+    for (let codePoint = 0; codePoint <= 0x10ffff; codePoint++) {
+      const character = String.fromCodePoint(codePoint);
+      if (!INVISIBLE_CLASSES.test(character)) continue;
+      expect(visible(character)).toBe(`\\u{${codePoint.toString(16).toUpperCase().padStart(4, "0")}}`);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(200);
+  });
+  test("no text keeps a control, format or separator character, and text without one is unchanged", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 40 }), (text) => {
+        const shown = visible(text);
+        expect(INVISIBLE_ANYWHERE.test(shown)).toBe(false);
+        if (!INVISIBLE_ANYWHERE.test(text)) expect(shown).toBe(text);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+  test("a character outside the Basic Multilingual Plane is one code point, shown or escaped whole", () => {
+    expect(visible("x😀y")).toBe("x😀y");
+    expect(visible("\u{E0067}\u{E0062}")).toBe("\\u{E0067}\\u{E0062}");
+    expect(visible("a\uD800b")).toBe("a\\u{D800}b");
   });
   test("ordinary non-ASCII text stays as it is", () => {
     expect(visible("naïve 日本語 \u2010 \u2070")).toBe("naïve 日本語 \u2010 \u2070");
