@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../config/index.ts";
 import type { Evidence } from "../evaluation/index.ts";
+import { baseEvidence, withFiles } from "../evaluation/evidence-fixture.ts";
 import { ForgeError } from "../forge/index.ts";
 import type { ExplainDeps } from "./explain.ts";
 import { EVIDENCE_DOCUMENT_FORMAT, parseExplainArgs, runExplain } from "./explain.ts";
@@ -85,6 +86,28 @@ describe("service explain", () => {
     expect(all).not.toContain("SECRET");
     expect(all).not.toContain("PRIVATE KEY");
     expect(all.toLowerCase()).not.toContain("token");
+  });
+
+  test("a hostile file name reaches the terminal with its escape codes, bidi overrides and line breaks made visible", async () => {
+    const evidence = withFiles(baseEvidence(), ["src/\u001b[2J\u001b]0;pwned\u0007clear.ts", "src/\u202Egnp.ts\u009B31m", "src/a.ts\ndecision: success"]);
+    const { out, stdout, stderr } = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--installation", "77"], config, out, { forge: fakeForge(evidence).forge })).toBe(0);
+    const printed = [...stdout, ...stderr].join("\n");
+    expect(printed).not.toMatch(/[\u001b\u0007\u009B\u202E]/);
+    expect(printed).toContain("src/\\u{001B}[2J\\u{001B}]0;pwned\\u{0007}clear.ts");
+    expect(printed).toContain("src/\\u{202E}gnp.ts\\u{009B}31m");
+    expect(stdout.filter((line) => line.startsWith("decision:"))).toEqual(["decision: failure"]);
+    expect(printed).toContain("src/a.ts\\u{000A}decision: success");
+  });
+
+  test("--json escapes invisible characters the terminal would act on and still reads back to the same evidence", async () => {
+    const evidence = withFiles(baseEvidence(), ["src/\u001b[2J.ts", "src/\u202Egnp.ts\u009B31m\u2028\u{E0041}"]);
+    const { out, stdout } = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--json", "--installation", "77"], config, out, { forge: fakeForge(evidence).forge })).toBe(0);
+    const printed = stdout.join("\n");
+    expect(printed).not.toMatch(/[\u001b\u009B\u202E\u2028\u{E0041}]/u);
+    expect(printed).toContain("src/\\u202Egnp.ts\\u009B31m\\u2028\\uDB40\\uDC41");
+    expect(JSON.parse(printed).evidence).toEqual(evidence);
   });
 
   test("a repository no installation covers, or an unreadable pull request, exits 1 with the reason", async () => {

@@ -3,7 +3,7 @@
 // decision for a person, or with --json an evidence document the playground imports. Read-only: it publishes nothing.
 // The document holds evidence and settings only: no token, key, secret or request header ever enters Evidence.
 import type { Config } from "../config/index.ts";
-import { evaluate, planLookups, plain, renderCheck, type Decision, type EvaluationSettings, type Evidence } from "../evaluation/index.ts";
+import { evaluate, planLookups, plain, renderCheck, visible, visibleJson, type Decision, type EvaluationSettings, type Evidence } from "../evaluation/index.ts";
 import { createForgeClient, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { validateInstallations, validateRepositories } from "../reconciler/validate.ts";
@@ -110,14 +110,23 @@ export function describeDecision(decision: Decision, where: string): string[] {
   return lines;
 }
 
-export async function runExplain(args: readonly string[], config: Config, out: ExplainOutput, deps: ExplainDeps = {}): Promise<number> {
+/**
+ * What explain prints goes through visible() line by line: file names, logins and forge details may hold terminal escape
+ * codes, bidi overrides or line breaks (issue 16 item 6). Multi-line text of our own is printed one line at a time.
+ */
+function printable(out: ExplainOutput): ExplainOutput {
+  return { stdout: (line) => out.stdout(visible(line)), stderr: (line) => out.stderr(visible(line)) };
+}
+
+export async function runExplain(args: readonly string[], config: Config, rawOut: ExplainOutput, deps: ExplainDeps = {}): Promise<number> {
+  const out = printable(rawOut);
   if (args.includes("--help") || args.includes("-h")) {
-    out.stdout(EXPLAIN_USAGE);
+    for (const line of EXPLAIN_USAGE.split("\n")) out.stdout(line);
     return EXIT_OK;
   }
   const parsed = parseExplainArgs(args);
   if (typeof parsed === "string") {
-    out.stderr(`${parsed}\n\n${EXPLAIN_USAGE}`);
+    for (const line of [parsed, "", ...EXPLAIN_USAGE.split("\n")]) out.stderr(line);
     return EXIT_USAGE;
   }
   let forge = deps.forge;
@@ -145,7 +154,7 @@ export async function runExplain(args: readonly string[], config: Config, out: E
       return EXIT_FAILURE;
     }
     const decision = evaluate(gathered.evidence, settings);
-    if (parsed.json) out.stdout(JSON.stringify(evidenceDocument(gathered.evidence, settings, decision), null, 2));
+    if (parsed.json) rawOut.stdout(visibleJson(JSON.stringify(evidenceDocument(gathered.evidence, settings, decision), null, 2)));
     else for (const line of describeDecision(decision, where)) out.stdout(line);
     return EXIT_OK;
   } catch (error) {

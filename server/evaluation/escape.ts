@@ -13,6 +13,15 @@ export function visible(value: string): string {
   return value.replace(INVISIBLE, (ch) => `\\u{${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}}`);
 }
 
+/**
+ * JSON text from JSON.stringify with every invisible character written as a JSON `\uXXXX` escape (UTF-16 units), so it parses
+ * back to the same value yet a terminal never receives a raw one. JSON.stringify already escapes the C0 controls inside strings
+ * (not C1, bidi or separators), so a raw line feed left in its output is the indentation's line break and stays.
+ */
+export function visibleJson(json: string): string {
+  return json.replace(INVISIBLE, (ch) => (ch === "\n" ? ch : Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).toUpperCase().padStart(4, "0")}`).join("")));
+}
+
 /** Backslash-escapes every ASCII punctuation character Markdown (and the forge's mentions and references) could act on. */
 export function escapeMarkdown(value: string): string {
   return visible(value).replace(/[\\`*_{}[\]()#+\-.!|~<>&@:"']/g, "\\$&");

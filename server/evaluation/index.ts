@@ -2,6 +2,6 @@
 export { evaluate } from "./evaluate.ts";
 export { renderCheck, fitOutput, type CheckOutput } from "./render-check.ts";
 export { planLookups, type LookupPlan } from "./plan-lookups.ts";
-export { escapeHtml, escapeMarkdown, visible } from "./escape.ts";
+export { escapeHtml, escapeMarkdown, visible, visibleJson } from "./escape.ts";
 export * from "./decision.ts";
 export * from "./evidence.ts";
