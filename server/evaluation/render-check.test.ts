@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
+import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATH_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
 import { approve, baseEvidence, HEAD, OLD_HEAD, review, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
 import { code, escapeHtml, escapeMarkdown, visible } from "./escape.ts";
-import { fitOutput, renderCheck } from "./render-check.ts";
+import { fitOutput, renderCheck, shortenPath } from "./render-check.ts";
 
 /** The classes issue 16 names: every code point in them must come out escaped. */
 const INVISIBLE_CLASSES = /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]$/u;
@@ -60,6 +60,26 @@ describe("check output", () => {
     const output = render(withFiles(withCodeowners(baseEvidence(), rules), paths));
     for (const field of [output.title, output.summary, output.text]) expect(field.length).toBeLessThanOrEqual(MAX_CHECK_OUTPUT_CHARS);
     expect(output.text).toContain("more owner sets not shown");
+  });
+  test("with paths near the output limit, every owner set's header still shows and each path keeps its head and tail", () => {
+    const sets = 30;
+    const rules = Array.from({ length: sets }, (_, i) => `/d${i}/ @owner-${i}`).join("\n");
+    const paths = Array.from({ length: sets }, (_, i) => Array.from({ length: 21 }, (_, j) => `d${i}/${"x".repeat(MAX_CHECK_OUTPUT_CHARS - 100)}/end-${j}.ts`)).flat();
+    const output = render(withFiles(withCodeowners(baseEvidence(), rules), paths));
+    expect(output.text.length).toBeLessThanOrEqual(MAX_CHECK_OUTPUT_CHARS);
+    for (let i = 0; i < sets; i++) {
+      expect(output.text).toContain(`### Owner set ${i + 1}\\: needs approval \\(0 of 1 approvals\\)\n\nOwners\\: <code>`);
+      expect(output.text).toContain(`Owners\\: <code>\\@owner\\-${i}</code>\n`);
+    }
+    expect(output.text).not.toContain("more owner sets not shown");
+    expect(output.text).toMatch(/<code>d0\/x+…x+\/end\\-0\\\.ts<\/code>/);
+  });
+  test("a shortened path never splits a character outside the Basic Multilingual Plane", () => {
+    const shortened = shortenPath(`${"😀".repeat(MAX_RENDERED_PATH_CHARS)}/tail`);
+    expect(Array.from(shortened).length).toBe(MAX_RENDERED_PATH_CHARS);
+    expect(shortened).not.toMatch(/\p{Cs}/u);
+    expect(shortened.endsWith("😀/tail")).toBe(true);
+    expect(shortenPath("src/short.ts")).toBe("src/short.ts");
   });
   test("code-like values are HTML-escaped and control characters are visible", () => {
     const evil = "src/<img src=x onerror=alert(1)>\u202Egnp.exe\u0007";

@@ -1,6 +1,6 @@
 // renderCheck(decision) → the check run's title, summary and text (issue 3 item 4). Rendered from the Decision only.
 // Every field stays within the forge's check-output limit (MAX_CHECK_OUTPUT_CHARS); long lists are cut with "and N more".
-import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
+import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATH_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
 import type { Decision, OwnerSetResult, Reason, ReasonCode } from "./decision.ts";
 import { code, escapeMarkdown, renderPlain, renderText } from "./escape.ts";
 
@@ -110,15 +110,29 @@ function summary(decision: Decision): string {
   return lines.join("\n");
 }
 
-function setSection(set: OwnerSetResult, index: number): string {
-  const lines = [
+/** `path` cut to MAX_RENDERED_PATH_CHARS code points, keeping its head and its tail (the file name) around "…". */
+export function shortenPath(path: string): string {
+  if (path.length <= MAX_RENDERED_PATH_CHARS) return path;
+  const points = Array.from(path);
+  if (points.length <= MAX_RENDERED_PATH_CHARS) return path;
+  const head = Math.ceil((MAX_RENDERED_PATH_CHARS - 1) / 2);
+  return `${points.slice(0, head).join("")}…${points.slice(points.length - (MAX_RENDERED_PATH_CHARS - 1 - head)).join("")}`;
+}
+
+/** A set's status, approvals and owners: shown for every set, before any set's details (issue 16 item 6). */
+function setHeader(set: OwnerSetResult, index: number): string {
+  return [
     `### ${escapeMarkdown(`Owner set ${index + 1}: ${STATUS_WORDS[set.status]} (${set.approvals} of ${set.required} approvals)`)}`,
     "",
     `${escapeMarkdown("Owners:")} ${set.owners.map(code).join(" ")}`,
-    "",
-    escapeMarkdown(`Paths (${set.paths.length}):`),
-  ];
-  for (const path of set.paths.slice(0, MAX_RENDERED_PATHS_PER_SET)) lines.push(`- ${code(path)}`);
+  ].join("\n");
+}
+
+const DETAILS_NOT_SHOWN = escapeMarkdown("Paths and reviews of this set not shown, to stay within the forge's check-output limit.");
+
+function setDetails(set: OwnerSetResult): string {
+  const lines = [escapeMarkdown(`Paths (${set.paths.length}):`)];
+  for (const path of set.paths.slice(0, MAX_RENDERED_PATHS_PER_SET)) lines.push(`- ${code(shortenPath(path))}`);
   if (set.paths.length > MAX_RENDERED_PATHS_PER_SET) lines.push(`- ${escapeMarkdown(`and ${set.paths.length - MAX_RENDERED_PATHS_PER_SET} more`)}`);
   if (set.counted.length > 0) {
     lines.push("", escapeMarkdown("Approvals counted:"));
@@ -144,15 +158,25 @@ function setSection(set: OwnerSetResult, index: number): string {
   return lines.join("\n");
 }
 
+/**
+ * The owner sets in order, each with its details while the headers of all later sets still fit after it; a set whose details
+ * do not fit is shown by its header alone. Only when the headers alone exceed the limit are later sets left out.
+ */
 function text(decision: Decision): string {
   if (decision.kind === "not_enabled") return "";
   const budget = MAX_CHECK_OUTPUT_CHARS - TRUNCATION_NOTE.length - 200;
+  const headers = decision.ownerSets.map((set, index) => `${setHeader(set, index)}\n\n`);
+  let later = headers.reduce((sum, header) => sum + header.length + DETAILS_NOT_SHOWN.length + 2, 0);
+  const headersFit = later <= budget;
   const sections: string[] = [];
   let length = 0;
   let shown = 0;
   for (const [index, set] of decision.ownerSets.entries()) {
-    const section = setSection(set, index);
-    if (length + section.length + 2 > budget) break;
+    later -= headers[index]!.length + DETAILS_NOT_SHOWN.length + 2;
+    const room = budget - length - 2 - (headersFit ? later : 0);
+    const full = headers[index]! + setDetails(set);
+    const section = full.length <= room ? full : headers[index]! + DETAILS_NOT_SHOWN;
+    if (section.length > room) break;
     sections.push(section);
     length += section.length + 2;
     shown++;

@@ -44,5 +44,8 @@ export const MAX_CHECK_OUTPUT_CHARS = 65_535;
 /** Paths listed per owner set in the check output before "and N more". */
 export const MAX_RENDERED_PATHS_PER_SET = 20;
 
+/** A path longer than this many code points is shown in the check output as its head and tail around "…". */
+export const MAX_RENDERED_PATH_CHARS = 200;
+
 /** Reviews listed per owner set under "did not count"; the rest are counted, not listed (keeps decisions small). */
 export const MAX_LISTED_REVIEWS_PER_SET = 50;
