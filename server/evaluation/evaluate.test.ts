@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type EvaluationSettings } from "./evidence.ts";
 import { evaluate } from "./evaluate.ts";
+import { planLookups } from "./plan-lookups.ts";
 import { plain, type Decision } from "./decision.ts";
 import {
   APP_SLUG,
@@ -299,6 +300,41 @@ describe("rule 4: human eligibility", () => {
     const decision = run(withReviews(evidence, approve(alice)));
     expect(outcome(decision)).toBe("failure");
     expect(codes(decision)).toEqual(["directory_incomplete"]);
+  });
+  test("logins and teams named like Object.prototype members (__proto__, constructor, hasOwnProperty) are ordinary owners", () => {
+    const names = ["__proto__", "constructor", "hasOwnProperty"];
+    const hostile = names.map((login, i) => ({ id: 100 + i, login, type: "User" }));
+    const grant = <T>(value: T) => ({ kind: "found" as const, value });
+    // Object.fromEntries makes "__proto__" an own key, as JSON.parse does for evidence read from storage or a link.
+    const each = <T>(value: T) => Object.fromEntries(names.map((name) => [name, value]));
+    const team = { team: grant({ privacy: "closed" }), repository: grant({ push: true }), memberships: each(grant({ state: "active" })) };
+    const evidence: Evidence = {
+      ...withFiles(withCodeowners(baseEvidence(), "/a/ @__proto__\n/b/ @constructor\n/c/ @acme/hasOwnProperty\n/d/ @acme/__proto__\n"), ["a/x", "b/x", "c/x", "d/x"]),
+      directory: {
+        ...directory,
+        collaborators: { ...directory.collaborators, ...each(grant({ permission: "write" })) },
+        organizationMemberships: { ...directory.organizationMemberships, ...each(grant({ state: "active" })) },
+        teams: Object.fromEntries([["acme/hasOwnProperty", team], ["acme/__proto__", team]]),
+      },
+    };
+    expect(outcome(run(evidence))).toBe("failure");
+    const approved = withReviews(evidence, ...hostile.map((user) => approve(user)));
+    expect(planLookups(approved, settings)).toEqual({
+      collaborators: ["__proto__", "constructor"],
+      organizationMemberships: ["__proto__", "constructor"],
+      teams: ["acme/__proto__", "acme/hasOwnProperty"].map((name) => ({ team: name, members: names })),
+      apps: [],
+      botUsers: [],
+    });
+    const decision = run(approved);
+    expect(decision.reasons).toEqual([]);
+    expect(outcome(decision)).toBe("success");
+    expect(decision.ownerSets.map((set) => [set.owners, set.counted.map((c) => c.reviewer)])).toEqual([
+      [["@__proto__"], ["__proto__"]],
+      [["@acme/__proto__"], names],
+      [["@acme/hasOwnProperty"], names],
+      [["@constructor"], ["constructor"]],
+    ]);
   });
   test("an unknown fact that cannot change the outcome does not block", () => {
     const evidence: Evidence = { ...withCodeowners(baseEvidence(), "* @alice @carol\n"), directory: { ...directory, collaborators: { ...directory.collaborators, carol: { kind: "incomplete", cause: "transient", detail: "timeout" } } } };
