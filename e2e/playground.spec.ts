@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { encodeState } from "../web/src/codec.ts";
+import { HOSTILE_NAMES, hostileNamesState, inflatingLink } from "../web/src/hostile-state.ts";
 import { largeState } from "../web/src/large-state.ts";
 import { SCENARIOS } from "../web/src/scenarios.ts";
 
@@ -187,6 +188,26 @@ test("a damaged link is refused with a message and the page still works", async 
   await page.goto("/playground/#v1.d.not-a-state");
   await expect(page.getByRole("alert")).toContainText("Could not load the link: the link is damaged");
   await expect(conclusion(page)).toHaveText("success");
+});
+
+test("a link that inflates to a gigabyte is refused with a message and the page still works", async ({ page }) => {
+  await page.goto(`/playground/#${await inflatingLink(1024)}`);
+  await expect(page.getByRole("alert")).toContainText("Could not load the link: the link holds more than 32 MiB of state");
+  await expect(conclusion(page)).toHaveText("success");
+});
+
+test("logins and teams named __proto__, constructor or hasOwnProperty are shown, edited and evaluated like any other", async ({ page }) => {
+  await page.goto(`/playground/#${await encodeState(hostileNamesState())}`);
+  await expect(conclusion(page)).toHaveText("success");
+  await expect(title(page)).toHaveText("All 2 owner sets approved");
+  for (const name of HOSTILE_NAMES) await expect(page.getByLabel(`Login ${name}`, { exact: true })).toHaveValue(name);
+  await expect(page.getByLabel("Organization membership of hasOwnProperty")).toHaveValue("");
+  await expect(page.getByLabel("Members of acme/constructor")).toHaveValue("hasOwnProperty, __proto__:404");
+  // Editing the entry keyed __proto__ changes that entry, not the record's prototype.
+  await page.getByLabel("Repository permission of __proto__").selectOption("read");
+  await expect(conclusion(page)).toHaveText("failure");
+  await expect(page.getByTestId("owner-set").first()).toContainText("__proto__");
+  await expect(page.getByLabel("Repository permission of __proto__")).toHaveValue("read");
 });
 
 test("an evidence document pasted into the page is evaluated as given", async ({ page }) => {

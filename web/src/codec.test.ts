@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { decodeState, encodeState } from "./codec.ts";
+import { inflatingLink } from "./hostile-state.ts";
 import { largeState } from "./large-state.ts";
 import { readState, readStateText } from "./read-state.ts";
 import { baseEvidence, SCENARIOS } from "./scenarios.ts";
@@ -32,6 +33,11 @@ describe("URL fragment encoding", () => {
     const state = base();
     const json = Buffer.from(JSON.stringify(state)).toString("base64url");
     expect(await decodeState(`v1.j.${json}`)).toEqual({ ok: true, state });
+  });
+
+  test("a link that inflates past the state limit is refused with a reason", async () => {
+    expect(await decodeState(await inflatingLink(100))).toEqual({ ok: false, error: "the link holds more than 32 MiB of state" });
+    expect(await decodeState(`v1.j.${"A".repeat(45 * 2 ** 20)}`)).toEqual({ ok: false, error: "the link holds more than 32 MiB of state" });
   });
 
   test("damaged links are refused with a reason, never half-applied", async () => {

@@ -4,7 +4,7 @@
 import type { DirectoryFacts, Evidence, Lookup, LookupPlan } from "../../server/evaluation/index.ts";
 import { memo, useState } from "react";
 import { DraftInput, NumberInput } from "./draft-field.tsx";
-import { formatMemberships, lookupFromWord, lookupWord, parseMemberships } from "./state.ts";
+import { formatMemberships, lookupFromWord, lookupWord, ownEntry, parseMemberships, withEntry } from "./state.ts";
 
 type Update = (update: (evidence: Evidence) => Evidence) => void;
 
@@ -29,41 +29,43 @@ function LookupSelect(props: { label: string; word: string; values: readonly str
   );
 }
 
-function put<T>(record: Readonly<Record<string, T>>, key: string, value: T | undefined): Record<string, T> {
-  const next = { ...record };
-  if (value === undefined) delete next[key];
-  else next[key] = value;
-  return next;
+function rename<T>(record: Readonly<Record<string, T>>, from: string, to: string): Record<string, T> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key === from ? to : key, value]));
 }
 
-function rename<T>(record: Readonly<Record<string, T>>, from: string, to: string): Record<string, T> {
-  const next: Record<string, T> = {};
-  for (const [key, value] of Object.entries(record)) next[key === from ? to : key] = value;
-  return next;
+const NOT_FOUND = { kind: "not_found" } as const;
+
+/** `record` with a 404 appended for each of `keys` it lacks (compared case-insensitively, as the engine does). */
+function withNotFound<T>(record: Readonly<Record<string, Lookup<T>>>, keys: readonly string[]): Record<string, Lookup<T>> {
+  const present = new Set(Object.keys(record).map((key) => key.toLowerCase()));
+  const entries: [string, Lookup<T>][] = Object.entries(record);
+  for (const key of keys) {
+    if (present.has(key.toLowerCase())) continue;
+    present.add(key.toLowerCase());
+    entries.push([key, NOT_FOUND]);
+  }
+  return Object.fromEntries(entries);
 }
 
 /** Adds every fact planLookups() says the evaluation reads and the evidence lacks, as a 404 (not eligible) to edit. */
 export function addMissingFacts(evidence: Evidence, plan: LookupPlan): Evidence {
   const d = evidence.directory;
-  const lower = (record: Readonly<Record<string, unknown>>) => new Set(Object.keys(record).map((key) => key.toLowerCase()));
-  const notFound = { kind: "not_found" } as const;
-  const collaborators = { ...d.collaborators };
-  const memberships = { ...d.organizationMemberships };
-  const teams = { ...d.teams };
-  const apps = { ...d.apps };
-  const botUsers = { ...d.botUsers };
-  for (const login of plan.collaborators) if (!lower(collaborators).has(login.toLowerCase())) collaborators[login] = notFound;
-  for (const login of plan.organizationMemberships) if (!lower(memberships).has(login.toLowerCase())) memberships[login] = notFound;
+  let teams = d.teams;
   for (const { team, members } of plan.teams) {
     const key = Object.keys(teams).find((name) => name.toLowerCase() === team.toLowerCase()) ?? team;
-    const facts = teams[key] ?? { team: notFound, repository: notFound, memberships: {} };
-    const teamMembers = { ...facts.memberships };
-    for (const login of members) if (!lower(teamMembers).has(login.toLowerCase())) teamMembers[login] = notFound;
-    teams[key] = { ...facts, memberships: teamMembers };
+    const facts = ownEntry(teams, key) ?? { team: NOT_FOUND, repository: NOT_FOUND, memberships: {} };
+    teams = withEntry(teams, key, { ...facts, memberships: withNotFound(facts.memberships, members) });
   }
-  for (const slug of plan.apps) if (!lower(apps).has(slug.toLowerCase())) apps[slug] = notFound;
-  for (const login of plan.botUsers) if (!lower(botUsers).has(login.toLowerCase())) botUsers[login] = notFound;
-  return { ...evidence, directory: { collaborators, organizationMemberships: memberships, teams, apps, botUsers } };
+  return {
+    ...evidence,
+    directory: {
+      collaborators: withNotFound(d.collaborators, plan.collaborators),
+      organizationMemberships: withNotFound(d.organizationMemberships, plan.organizationMemberships),
+      teams,
+      apps: withNotFound(d.apps, plan.apps),
+      botUsers: withNotFound(d.botUsers, plan.botUsers),
+    },
+  };
 }
 
 type Props = { evidence: Evidence; plan: LookupPlan | null; update: Update };
@@ -99,9 +101,9 @@ function DirectoryInputsView({ evidence, plan, update }: Props) {
                 if (to === "" || (to !== login && users.includes(to))) return;
                 setDirectory((x) => ({ ...x, collaborators: rename(x.collaborators, login, to), organizationMemberships: rename(x.organizationMemberships, login, to) }));
               }} /></td>
-              <td><LookupSelect label={`Repository permission of ${login}`} values={PERMISSIONS} word={lookupWord(d.collaborators[login], (v) => v.permission)} onChange={(word) => setDirectory((x) => ({ ...x, collaborators: put(x.collaborators, login, lookupFromWord(word, (permission) => ({ permission }))) }))} /></td>
-              <td><LookupSelect label={`Organization membership of ${login}`} values={MEMBERSHIP} word={lookupWord(d.organizationMemberships[login], (v) => v.state)} onChange={(word) => setDirectory((x) => ({ ...x, organizationMemberships: put(x.organizationMemberships, login, lookupFromWord(word, (state) => ({ state }))) }))} /></td>
-              <td className="actions"><button type="button" aria-label={`Remove ${login}`} onClick={() => setDirectory((x) => ({ ...x, collaborators: put(x.collaborators, login, undefined), organizationMemberships: put(x.organizationMemberships, login, undefined) }))}>✕</button></td>
+              <td><LookupSelect label={`Repository permission of ${login}`} values={PERMISSIONS} word={lookupWord(ownEntry(d.collaborators, login), (v) => v.permission)} onChange={(word) => setDirectory((x) => ({ ...x, collaborators: withEntry(x.collaborators, login, lookupFromWord(word, (permission) => ({ permission }))) }))} /></td>
+              <td><LookupSelect label={`Organization membership of ${login}`} values={MEMBERSHIP} word={lookupWord(ownEntry(d.organizationMemberships, login), (v) => v.state)} onChange={(word) => setDirectory((x) => ({ ...x, organizationMemberships: withEntry(x.organizationMemberships, login, lookupFromWord(word, (state) => ({ state }))) }))} /></td>
+              <td className="actions"><button type="button" aria-label={`Remove ${login}`} onClick={() => setDirectory((x) => ({ ...x, collaborators: withEntry(x.collaborators, login, undefined), organizationMemberships: withEntry(x.organizationMemberships, login, undefined) }))}>✕</button></td>
             </tr>
           ))}
         </tbody>
@@ -122,13 +124,13 @@ function DirectoryInputsView({ evidence, plan, update }: Props) {
             <tr key={team}>
               <td><DraftInput label={`Team ${team}`} value={team} normalize={(t) => t.trim()} onChange={(text) => {
                 const to = text.trim().replace(/^@/, "");
-                if (to === "" || (to !== team && to in d.teams)) return;
+                if (to === "" || (to !== team && Object.hasOwn(d.teams, to))) return;
                 setDirectory((x) => ({ ...x, teams: rename(x.teams, team, to) }));
               }} /></td>
               <td><LookupSelect label={`Visibility of ${team}`} values={["closed", "secret"]} word={lookupWord(facts.team, (v) => v.privacy)} onChange={(word) => setDirectory((x) => ({ ...x, teams: { ...x.teams, [team]: { ...facts, team: lookupFromWord(word, (privacy) => ({ privacy })) ?? { kind: "not_found" } } } }))} /></td>
               <td><LookupSelect label={`Write access of ${team}`} values={["yes", "no"]} word={lookupWord(facts.repository, (v) => (v.push ? "yes" : "no"))} onChange={(word) => setDirectory((x) => ({ ...x, teams: { ...x.teams, [team]: { ...facts, repository: lookupFromWord(word, (push) => ({ push: push === "yes" })) ?? { kind: "not_found" } } } }))} /></td>
               <td><DraftInput label={`Members of ${team}`} className="wide-input" value={formatMemberships(facts.memberships)} normalize={(t) => formatMemberships(parseMemberships(t))} onChange={(text) => setDirectory((x) => ({ ...x, teams: { ...x.teams, [team]: { ...facts, memberships: parseMemberships(text) } } }))} /></td>
-              <td className="actions"><button type="button" aria-label={`Remove team ${team}`} onClick={() => setDirectory((x) => ({ ...x, teams: put(x.teams, team, undefined) }))}>✕</button></td>
+              <td className="actions"><button type="button" aria-label={`Remove team ${team}`} onClick={() => setDirectory((x) => ({ ...x, teams: withEntry(x.teams, team, undefined) }))}>✕</button></td>
             </tr>
           ))}
         </tbody>
@@ -147,12 +149,12 @@ function DirectoryInputsView({ evidence, plan, update }: Props) {
         <tbody>
           {appSlugs.map((slug) => {
             const bot = `${slug}[bot]`;
-            const app = d.apps[slug];
-            const user = d.botUsers[bot];
+            const app = ownEntry(d.apps, slug);
+            const user = ownEntry(d.botUsers, bot);
             const appWord = lookupWord(app, () => "found");
             const userWord = lookupWord(user, () => "found");
-            const setApp = (lookup: Lookup<{ id: number; slug: string }> | undefined) => setDirectory((x) => ({ ...x, apps: put(x.apps, slug, lookup) }));
-            const setBot = (lookup: Lookup<{ id: number; login: string; type: string }> | undefined) => setDirectory((x) => ({ ...x, botUsers: put(x.botUsers, bot, lookup) }));
+            const setApp = (lookup: Lookup<{ id: number; slug: string }> | undefined) => setDirectory((x) => ({ ...x, apps: withEntry(x.apps, slug, lookup) }));
+            const setBot = (lookup: Lookup<{ id: number; login: string; type: string }> | undefined) => setDirectory((x) => ({ ...x, botUsers: withEntry(x.botUsers, bot, lookup) }));
             return (
               <tr key={slug}>
                 <td><code>{slug}</code></td>
@@ -160,7 +162,7 @@ function DirectoryInputsView({ evidence, plan, update }: Props) {
                 <td>{app?.kind === "found" ? <NumberInput label={`App ID of ${slug}`} className="narrow" value={app.value.id} onChange={(id) => setApp({ kind: "found", value: { ...app.value, id } })} /> : "–"}</td>
                 <td><LookupSelect label={`Bot account ${bot}`} values={["found"]} word={userWord} onChange={(word) => setBot(lookupFromWord(word, () => ({ id: user?.kind === "found" ? user.value.id : 1, login: bot, type: "Bot" })))} /></td>
                 <td>{user?.kind === "found" ? <NumberInput label={`Bot user ID of ${slug}`} className="narrow" value={user.value.id} onChange={(id) => setBot({ kind: "found", value: { ...user.value, id } })} /> : "–"}</td>
-                <td className="actions"><button type="button" aria-label={`Remove App ${slug}`} onClick={() => setDirectory((x) => ({ ...x, apps: put(x.apps, slug, undefined), botUsers: put(x.botUsers, bot, undefined) }))}>✕</button></td>
+                <td className="actions"><button type="button" aria-label={`Remove App ${slug}`} onClick={() => setDirectory((x) => ({ ...x, apps: withEntry(x.apps, slug, undefined), botUsers: withEntry(x.botUsers, bot, undefined) }))}>✕</button></td>
               </tr>
             );
           })}

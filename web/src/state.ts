@@ -83,6 +83,27 @@ export function parseFiles(text: string): ChangedFile[] {
   return files;
 }
 
+// Directory records are keyed by logins, teams and slugs, which are hostile text: `__proto__`, `constructor` (issue 16 item 7).
+// `record[key]` would read an inherited Object.prototype member for a key the record lacks, and `record[key] = value` with
+// `__proto__` would set the prototype instead of adding an entry. So the playground reads them with ownEntry() and builds them
+// with Object.fromEntries, which defines own properties for any key (as JSON.parse does for a link).
+
+/** The record's own entry for `key`, never an inherited member. */
+export function ownEntry<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** A copy of `record` with `key` set to `value` in place (appended when new), or removed when `value` is undefined. */
+export function withEntry<T>(record: Readonly<Record<string, T>>, key: string, value: T | undefined): Record<string, T> {
+  const entries = Object.entries(record);
+  const at = entries.findIndex(([name]) => name === key);
+  if (value === undefined) {
+    if (at >= 0) entries.splice(at, 1);
+  } else if (at >= 0) entries[at] = [key, value];
+  else entries.push([key, value]);
+  return Object.fromEntries(entries);
+}
+
 /** A lookup as one word for the editors: the found value, `404` or `incomplete`. */
 export function lookupWord<T>(lookup: Lookup<T> | undefined, value: (found: T) => string): string {
   if (lookup === undefined) return "";
@@ -109,16 +130,16 @@ export function formatMemberships(memberships: Readonly<Record<string, Lookup<{ 
 }
 
 export function parseMemberships(text: string): Record<string, Lookup<{ readonly state: string }>> {
-  const record: Record<string, Lookup<{ readonly state: string }>> = {};
+  const entries: [string, Lookup<{ readonly state: string }>][] = [];
   for (const token of text.split(/[\s,]+/)) {
     if (token === "") continue;
     const colon = token.indexOf(":");
     const login = colon >= 0 ? token.slice(0, colon) : token;
     const word = colon >= 0 ? token.slice(colon + 1) : "active";
     const lookup = lookupFromWord(word || "active", (state) => ({ state }));
-    if (login !== "" && lookup !== undefined) record[login] = lookup;
+    if (login !== "" && lookup !== undefined) entries.push([login, lookup]);
   }
-  return record;
+  return Object.fromEntries(entries);
 }
 
 export function withSettings(state: PlaygroundState, settings: Partial<EvaluationSettings>): PlaygroundState {
