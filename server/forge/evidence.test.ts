@@ -228,6 +228,21 @@ describe("more bounds", () => {
   });
 });
 
+test("logins, teams and slugs named __proto__ or constructor are looked up and kept as their own entries", async () => {
+  const names = ["__proto__", "constructor", "hasOwnProperty"];
+  const e = gathered(await clientFor(sim, s).gatherEvidence(request(), {
+    planLookups: () => ({ collaborators: names, organizationMemberships: names, teams: [{ team: "acme/__proto__", members: names }], apps: ["__proto__"], botUsers: ["__proto__"] }),
+  })).evidence;
+  const d = e.directory;
+  for (const record of [d.collaborators, d.organizationMemberships, d.teams["acme/__proto__"]!.memberships]) {
+    expect(Object.keys(record).sort()).toEqual(names);
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+  }
+  expect(Object.keys(d.apps)).toEqual(["__proto__"]);
+  expect(Object.keys(d.botUsers)).toEqual(["__proto__"]);
+  expect(JSON.parse(JSON.stringify(e.directory))).toEqual(e.directory);
+});
+
 test("no token, private key or JWT appears in any log line, even when requests fail", async () => {
   const { logger, lines } = bufferLogger();
   const client = clientFor(sim, s, { logger, requestTimeoutMs: 150 });

@@ -162,28 +162,37 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   const apps = unique(plan.apps).slice(0, MAX_TRUSTED_APPS);
   const bots = unique(plan.botUsers).slice(0, MAX_TRUSTED_APPS);
   const tasks: (() => Promise<void>)[] = [];
-  const collaborators: Record<string, Lookup<{ permission: string }>> = {};
-  const organizationMemberships: Record<string, Lookup<Membership>> = {};
-  const teamFacts: Record<string, TeamFacts> = {};
-  const appFacts: Record<string, Lookup<{ id: number; slug: string }>> = {};
-  const botUsers: Record<string, Lookup<ForgeUser>> = {};
+  // Keyed by logins, teams and slugs from CODEOWNERS and reviews: Maps, turned into records by Object.fromEntries, because
+  // `record[login] = …` with the login `__proto__` would set the record's prototype instead of adding an entry.
+  const collaborators = new Map<string, Lookup<{ permission: string }>>();
+  const organizationMemberships = new Map<string, Lookup<Membership>>();
+  type TeamLookups = { team: TeamFacts["team"]; repository: TeamFacts["repository"]; memberships: Map<string, Lookup<Membership>> };
+  const teamFacts = new Map<string, TeamLookups>();
+  const appFacts = new Map<string, Lookup<{ id: number; slug: string }>>();
+  const botUsers = new Map<string, Lookup<ForgeUser>>();
 
-  for (const login of users) tasks.push(async () => { collaborators[login] = await directory.collaboratorPermission(t, at, login, call); });
-  for (const login of members) tasks.push(async () => { organizationMemberships[login] = await directory.organizationMembership(t, r.installationId, r.owner, login, call); });
+  for (const login of users) tasks.push(async () => { collaborators.set(login, await directory.collaboratorPermission(t, at, login, call)); });
+  for (const login of members) tasks.push(async () => { organizationMemberships.set(login, await directory.organizationMembership(t, r.installationId, r.owner, login, call)); });
   for (const { team, members: logins } of teams) {
     const [org, slug, extra] = team.split("/");
     if (!org || !slug || extra !== undefined) continue;
-    const memberships: Record<string, Lookup<Membership>> = {};
-    const facts = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships } as { -readonly [K in keyof TeamFacts]: TeamFacts[K] };
-    teamFacts[team] = facts;
+    const memberships = new Map<string, Lookup<Membership>>();
+    const facts: TeamLookups = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships };
+    teamFacts.set(team, facts);
     tasks.push(async () => { facts.team = await directory.team(t, r.installationId, org, slug, call); });
     tasks.push(async () => { facts.repository = await directory.teamRepository(t, at, org, slug, call); });
-    for (const login of unique(logins)) tasks.push(async () => { memberships[login] = await directory.teamMembership(t, r.installationId, org, slug, login, call); });
+    for (const login of unique(logins)) tasks.push(async () => { memberships.set(login, await directory.teamMembership(t, r.installationId, org, slug, login, call)); });
   }
-  for (const slug of apps) tasks.push(async () => { appFacts[slug] = await directory.appBySlug(t, r.installationId, slug, call); });
-  for (const login of bots) tasks.push(async () => { botUsers[login] = await directory.user(t, r.installationId, login, call); });
+  for (const slug of apps) tasks.push(async () => { appFacts.set(slug, await directory.appBySlug(t, r.installationId, slug, call)); });
+  for (const login of bots) tasks.push(async () => { botUsers.set(login, await directory.user(t, r.installationId, login, call)); });
   await runLimited(tasks, concurrency);
-  return { collaborators, organizationMemberships, teams: teamFacts, apps: appFacts, botUsers };
+  return {
+    collaborators: Object.fromEntries(collaborators),
+    organizationMemberships: Object.fromEntries(organizationMemberships),
+    teams: Object.fromEntries([...teamFacts].map(([team, facts]) => [team, { ...facts, memberships: Object.fromEntries(facts.memberships) }])),
+    apps: Object.fromEntries(appFacts),
+    botUsers: Object.fromEntries(botUsers),
+  };
 }
 
 async function runLimited(tasks: (() => Promise<void>)[], limit: number): Promise<void> {
