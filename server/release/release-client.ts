@@ -89,33 +89,34 @@ interface Call {
   answered?: { status: number; requestId?: string };
 }
 
-function failure(mutation: boolean, ambiguous: boolean, call: Call, reason: FailureReason, extra: Partial<{ status: number; requestId: string; detail: string }> = {}): Error {
-  const f = { reason, method: call.method, path: call.base.path + call.path, ...extra };
+/** `secret` is the request's token: the error removes it from every field it carries (errors.ts). */
+function failure(secret: string, mutation: boolean, ambiguous: boolean, call: Call, reason: FailureReason, extra: Partial<{ status: number; requestId: string; detail: string }> = {}): Error {
+  const f = { reason, method: call.method, path: call.base.path + call.path, ...extra, secret };
   return mutation && ambiguous ? new AmbiguousMutationError(f) : new ControllerError(f);
 }
 
 /** Maps one exchange outcome to the parsed body or the error of the spec's table. */
-function classify(call: Call, outcome: ExchangeOutcome): JsonValue {
+function classify(secret: string, call: Call, outcome: ExchangeOutcome): JsonValue {
   const m = call.mutation;
   switch (outcome.kind) {
     case "transport":
-      return fail(failure(m, outcome.requestStarted, call, outcome.timedOut ? "timeout" : "transport"));
+      return fail(failure(secret, m, outcome.requestStarted, call, outcome.timedOut ? "timeout" : "transport"));
     case "upload-read":
-      return fail(failure(m, outcome.requestStarted, call, "upload-read", { detail: outcome.detail }));
+      return fail(failure(secret, m, outcome.requestStarted, call, "upload-read", { detail: outcome.detail }));
     case "informational":
-      return fail(failure(m, true, call, "informational", ids(outcome.head)));
+      return fail(failure(secret, m, true, call, "informational", ids(outcome.head)));
     case "early-response":
-      return fail(failure(m, true, call, "early-response", ids(outcome.head)));
+      return fail(failure(secret, m, true, call, "early-response", ids(outcome.head)));
     case "invalid":
-      return fail(failure(m, true, call, "invalid-response", { ...(outcome.head ? ids(outcome.head) : {}), detail: outcome.detail }));
+      return fail(failure(secret, m, true, call, "invalid-response", { ...(outcome.head ? ids(outcome.head) : {}), detail: outcome.detail }));
     case "status": {
       const s = outcome.head.status;
       const extra = ids(outcome.head);
-      if (s >= 300 && s <= 399) return fail(failure(m, false, call, "redirect", extra));
-      if (s === 408 || (s >= 500 && s <= 599)) return fail(failure(m, true, call, "status", extra));
-      if (s >= 400 && s <= 499) return fail(failure(m, false, call, "status", extra));
-      if (s >= 200 && s <= 299) return fail(failure(m, true, call, "unexpected-success", extra));
-      return fail(failure(m, false, call, "status", extra));
+      if (s >= 300 && s <= 399) return fail(failure(secret, m, false, call, "redirect", extra));
+      if (s === 408 || (s >= 500 && s <= 599)) return fail(failure(secret, m, true, call, "status", extra));
+      if (s >= 400 && s <= 499) return fail(failure(secret, m, false, call, "status", extra));
+      if (s >= 200 && s <= 299) return fail(failure(secret, m, true, call, "unexpected-success", extra));
+      return fail(failure(secret, m, false, call, "status", extra));
     }
     case "success":
       call.answered = ids(outcome.head);
@@ -123,7 +124,7 @@ function classify(call: Call, outcome: ExchangeOutcome): JsonValue {
         return parseStrictJson(outcome.body);
       } catch (e) {
         if (!(e instanceof StrictJsonError)) throw e;
-        return fail(failure(m, true, call, "invalid-response", { ...ids(outcome.head), detail: "JSON" }));
+        return fail(failure(secret, m, true, call, "invalid-response", { ...ids(outcome.head), detail: "JSON" }));
       }
   }
 }
@@ -325,11 +326,11 @@ export class ReleaseClient {
       timeoutMs: this.#timeoutMs,
       ...(this.#ca === undefined ? {} : { ca: this.#ca }),
     });
-    return classify(call, outcome);
+    return classify(this.#token, call, outcome);
   }
 
   #invalid(call: Call, detail: string): Error {
-    return failure(call.mutation, true, call, "invalid-response", { ...call.answered, detail });
+    return failure(this.#token, call.mutation, true, call, "invalid-response", { ...call.answered, detail });
   }
 
   #object(call: Call, value: JsonValue): JsonObject {
