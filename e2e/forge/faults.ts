@@ -1,13 +1,16 @@
 // Fault injection per route: matched by method and a pathname regular expression (and optionally a page), consumed `times` times.
 
-export type FaultKind = "status" | "rate_limit" | "slow" | "reset" | "truncate" | "missing_page" | "extra_page";
+export type FaultKind =
+  | "status" | "rate_limit" | "slow" | "reset" | "truncate"
+  // Pages that break their list's Link promises (route-kit.ts paginate):
+  | "missing_page" | "extra_page" | "short_page" | "end_early" | "wrong_last" | "omit_last" | "repeat_item";
 
 export interface Fault {
   kind: FaultKind;
   /** Regular expression (anchored) matched against the decoded request pathname, e.g. "/repos/acme/web/pulls/1/files". */
   path: string;
   method?: string;
-  /** Only requests for this page (query `page`, default 1); missing_page uses it as the page that comes back empty. */
+  /** Only requests for this page (query `page`; every page when absent); extra_page ignores it. */
   page?: number;
   /** status: 500/502/503; rate_limit: 403 or 429. */
   status?: number;

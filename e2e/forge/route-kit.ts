@@ -1,6 +1,6 @@
 // Shared pieces of the simulator's REST routes: request context, results, auth and pagination helpers.
 import type { SimulatorControl } from "./control.ts";
-import type { FaultTable } from "./faults.ts";
+import type { FaultKind, FaultTable } from "./faults.ts";
 import { diffCommits } from "./git.ts";
 import { installationCovers, type ForgeApp, type Installation, type Repository, type Token } from "./model.ts";
 
@@ -28,6 +28,14 @@ export const BLOB_CONTENT_LIMIT = 1024 * 1024; // contents API omits content ove
 
 export const ok = (body: unknown, headers?: Record<string, string>): Result => ({ status: 200, body, headers });
 
+/**
+ * One page of a list with the forge's Link header (next and last while a next page exists; first and prev after page 1),
+ * or that page broken as a page fault asks (faults.ts): missing_page serves it empty, short_page one item short, end_early one
+ * item short and without next/last (the list looks finished early), wrong_last announces one page more than there is,
+ * omit_last leaves out rel="last" (as the forge does when it cannot compute it), repeat_item starts the page with the
+ * previous page's last item (the list shifted while it was read), extra_page links the last page to one more that repeats
+ * the first.
+ */
 export function paginate<T>(ctx: Ctx, items: T[]): { items: T[]; headers: Record<string, string> } {
   const perPage = Math.min(100, Math.max(1, Number(ctx.url.searchParams.get("per_page") ?? 30) || 30));
   const page = Math.max(1, Number(ctx.url.searchParams.get("page") ?? 1) || 1);
@@ -38,13 +46,18 @@ export function paginate<T>(ctx: Ctx, items: T[]): { items: T[]; headers: Record
     u.searchParams.set("page", String(p));
     return `<${u.toString()}>; rel="${rel}"`;
   };
-  const method = ctx.req.method;
-  const extra = ctx.faults.take(method, ctx.url.pathname, page, ["extra_page"]);
-  const missing = ctx.faults.take(method, ctx.url.pathname, page, ["missing_page"]);
+  const fault = (kind: FaultKind) => ctx.faults.take(ctx.req.method, ctx.url.pathname, page, [kind]) !== undefined;
+  const extra = fault("extra_page");
+  const [missing, short, early, wrongLast, omitLast, repeat] = (["missing_page", "short_page", "end_early", "wrong_last", "omit_last", "repeat_item"] as const).map(fault);
   let slice = missing ? [] : items.slice((page - 1) * perPage, page * perPage);
   if (extra && page === last + 1) slice = items.slice(0, perPage);
+  if (repeat && page > 1 && slice.length > 0) slice = [items[(page - 1) * perPage - 1]!, ...slice.slice(0, -1)];
+  if (short || early) slice = slice.slice(0, -1);
   const links: string[] = [];
-  if (page < last || (extra && page === last)) links.push(link(page + 1, "next"), link(extra ? last + 1 : last, "last"));
+  if (!early && (page < last || (extra && page === last))) {
+    links.push(link(page + 1, "next"));
+    if (!omitLast) links.push(link((extra ? last + 1 : last) + (wrongLast ? 1 : 0), "last"));
+  }
   if (page > 1) links.push(link(1, "first"), link(page - 1, "prev"));
   return { items: slice, headers: links.length ? { link: links.join(", ") } : {} };
 }

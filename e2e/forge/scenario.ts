@@ -1,6 +1,6 @@
 // A base fixture for tests and the demo: one organization with our App installed, a target repository with CODEOWNERS and
 // policy at the base commit, an organization policy repository, teams, collaborators and a trusted review App. Tests tweak it.
-import { createSign, generateKeyPairSync } from "node:crypto";
+import { createHash, createSign, generateKeyPairSync } from "node:crypto";
 import type { ForgeSimulator } from "./simulator.ts";
 
 export interface AppKeys { privateKey: string; publicKey: string }
@@ -95,4 +95,36 @@ export function onlyFirstAppReceivesWebhooks(sim: ForgeSimulator, onFirst?: (app
     }
     return app;
   };
+}
+
+/**
+ * Silent bulk fixtures for long lists (no webhooks; the forge would have sent them long ago): `count` open pull requests, each
+ * on a head commit of its own (the list route does not read commits), numbered on from the repository's next number.
+ */
+export function addOpenPullRequests(sim: ForgeSimulator, args: { owner: string; repo: string; count: number; base?: string }): number[] {
+  const c = sim.control;
+  const repo = c.mustRepo(args.owner, args.repo);
+  const base = args.base ?? repo.defaultBranch;
+  const baseSha = repo.branches.get(base)!;
+  const added: number[] = [];
+  for (let i = 0; i < args.count; i++) {
+    const number = repo.nextNumber++;
+    const at = c.now();
+    repo.pulls.set(number, {
+      id: c.state.nextId("pull"), number, title: `Filler ${number}`, authorLogin: "erin", state: "open", draft: false,
+      headRef: `filler-${number}`, headSha: createHash("sha1").update(`filler ${args.owner}/${args.repo}#${number}`).digest("hex"),
+      baseRef: base, baseSha, labels: [], reviews: [], createdAt: at, updatedAt: at, closedAt: null,
+    });
+    added.push(number);
+  }
+  return added;
+}
+
+/** Silent bulk fixtures: `count` reviews on a pull request's head (default: comments by carol, which decide nothing). */
+export function addReviews(sim: ForgeSimulator, args: { owner: string; repo: string; number: number; count: number; user?: string; state?: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" }): void {
+  const c = sim.control;
+  const pr = c.mustPull(args.owner, args.repo, args.number);
+  for (let i = 0; i < args.count; i++) {
+    pr.reviews.push({ id: c.state.nextId("review"), userLogin: args.user ?? "carol", state: args.state ?? "COMMENTED", commitId: pr.headSha, body: "", submittedAt: c.now() });
+  }
 }

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
+import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { GatherResult } from "./evidence.ts";
@@ -178,8 +178,7 @@ describe("bounds", () => {
   test(`more than ${MAX_REVIEWS} reviews are over the bound`, async () => {
     await sim.control.commit({ owner: s.org, repo: s.repo, branch: "busy", files: { "docs/busy.md": "x\n" } });
     const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "busy", author: "erin" });
-    const p = sim.control.mustPull(s.org, s.repo, pr.number);
-    for (let i = 0; i <= MAX_REVIEWS; i++) p.reviews.push({ id: 10_000_000 + i, userLogin: "alice", state: "COMMENTED", commitId: pr.headSha, body: "", submittedAt: "2026-01-01T00:00:00Z" });
+    addReviews(sim, { owner: s.org, repo: s.repo, number: pr.number, count: MAX_REVIEWS + 1, user: "alice" });
     sim.requests.length = 0;
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: fixturePlan })).evidence;
     expect(e.reviews).toMatchObject({ complete: false, cause: "over_bound" });
@@ -200,13 +199,7 @@ test("another open pull request on the same head commit is in the shared-head ev
 describe("more bounds", () => {
   test(`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests make the shared-head evidence over the bound`, async () => {
     const repo = sim.control.mustRepo(s.org, s.repo);
-    const template = sim.control.mustPull(s.org, s.repo, s.pullNumber);
-    const added: number[] = [];
-    for (let i = 0; i < MAX_OPEN_PULL_REQUESTS; i++) {
-      const number = repo.nextNumber++;
-      added.push(number);
-      repo.pulls.set(number, { ...template, id: 5_000_000 + i, number, labels: [], reviews: [] });
-    }
+    const added = addOpenPullRequests(sim, { owner: s.org, repo: s.repo, count: MAX_OPEN_PULL_REQUESTS });
     try {
       const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
       expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "over_bound" });
