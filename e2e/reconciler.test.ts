@@ -110,6 +110,20 @@ describe.each(BACKENDS)("reconciler against the forge simulator on %s", (backend
     expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", queued: 1 });
     await waitForCheck(rig, scenario.repo, scenario.headSha, "failure");
   }, 60_000);
+
+  test("a repositories page served empty makes the scan partial, never a success that missed a repository; the next scan recovers", async () => {
+    rig = await startRig(backend, []);
+    const { sim, scenario } = rig;
+    // 99 more repositories (101 with web and .forge): the newest is alone on page 2, with a pull request never delivered.
+    for (let i = 0; i < 99; i++) sim.control.createRepository({ owner: scenario.org, name: `repo-${i}` });
+    await sim.control.commit({ owner: scenario.org, repo: "repo-98", branch: "change", files: { "a.txt": "a\n" }, sender: "erin" });
+    await sim.control.openPullRequest({ owner: scenario.org, repo: "repo-98", head: "change", author: "erin" });
+    sim.injectFault({ kind: "missing_page", path: "/installation/repositories", page: 2 });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["repositories_unavailable"], queued: 0 });
+    expect(rig.logs.some((line) => line.includes('"cause":"transient"'))).toBe(true);
+    sim.faults.clear();
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", repositories: 100, pullRequests: 2, queued: 2 });
+  }, 60_000);
 });
 
 describe.each(BACKENDS)("serve runs the reconciler on %s", (backend) => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { addOpenPullRequests, addReviews } from "./forge/scenario.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
@@ -90,6 +91,63 @@ describe.each(BACKENDS)("worker under races and faults on %s", (backend) => {
     await h.waitForCheck(head, { status: "completed", conclusion: "success" }, 30_000);
     const retried = h.logs.filter((line) => line.includes("job will be retried")).length;
     expect(retried).toBeGreaterThan(0);
+  }, 60_000);
+
+  /** Waits until no job is pending or leased (an evaluation whose work merged while it ran may publish once more). */
+  const drained = () => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h.service.url}/metrics`)).text()), "the queue to drain");
+  /** Waits until an evaluation that began after log line `logsBefore` was retried for incomplete evidence, or a success appeared. */
+  const retriedOrSucceeded = (logsBefore: number, headSha: string, transitionsBefore: number) => waitUntil(
+    () => h.logs.slice(logsBefore).some((line) => line.includes("job will be retried") && line.includes('"code":"evidence_incomplete"'))
+      || h.transitions.slice(transitionsBefore).some((t) => t.headSha === headSha && t.conclusion === "success"),
+    "a retried evaluation or a success", 30_000,
+  );
+
+  test("a change request on a reviews page served empty is never lost: no success, retried, and it counts once the page is served", async () => {
+    h = await startServiceHarness(backend, { SERVICE_WORKER_RETRY_MAX_SECONDS: "1" });
+    const pr = prOf(h);
+    const { sha: head } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" });
+    await drained();
+    // Comments fill the first page of reviews (100 a page); alice's change request is the first review on page 2.
+    addReviews(h.sim, { ...pr, count: 100 - h.sim.control.mustPull(pr.owner, pr.repo, pr.number).reviews.length });
+    const reviewsPath = `/repos/acme/web/pulls/${pr.number}/reviews`;
+    h.sim.injectFault({ kind: "missing_page", path: reviewsPath, page: 2 });
+    const transitionsBefore = h.transitions.length;
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "CHANGES_REQUESTED" });
+    await retriedOrSucceeded(h.logs.length, head, transitionsBefore);
+    expect(h.transitions.slice(transitionsBefore).filter((t) => t.headSha === head && t.status === "completed")).toEqual([]);
+    expect(h.checks(head)[0]).toMatchObject({ status: "in_progress" });
+    expect(h.logs.some((line) => line.includes("page 2 is empty although page 1 linked to it"))).toBe(true);
+    h.sim.faults.clear();
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" }, 30_000);
+    expect(h.checks(head)[0]!.output.text).toContain("Owner set 2\\: changes requested");
+  }, 60_000);
+
+  test("a shared head on an open pull requests page served empty is never hidden: no success, retried, and held once the page is served", async () => {
+    h = await startServiceHarness(backend, { SERVICE_WORKER_RETRY_MAX_SECONDS: "1" });
+    const pr = prOf(h);
+    const { sha: head } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    await drained();
+    // 100 other open pull requests: newest first, the scenario's pull request (the oldest) is on page 2.
+    addOpenPullRequests(h.sim, { owner: pr.owner, repo: pr.repo, count: 100 });
+    const pullsPath = "/repos/acme/web/pulls";
+    h.sim.injectFault({ kind: "missing_page", path: pullsPath, page: 2 });
+    const transitionsBefore = h.transitions.length;
+    // A twin from the same branch shares the head, and both owners approve it: only the hidden first pull request stops it.
+    const twin = await h.sim.control.openPullRequest({ owner: pr.owner, repo: pr.repo, head: "feature", author: "erin", title: "Twin" });
+    expect(twin.headSha).toBe(head);
+    for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pr, number: twin.number, user, state: "APPROVED" });
+    await retriedOrSucceeded(h.logs.length, head, transitionsBefore);
+    expect(h.transitions.slice(transitionsBefore).filter((t) => t.headSha === head && t.status === "completed")).toEqual([]);
+    expect(h.checks(head)[0]).toMatchObject({ status: "in_progress" });
+    h.sim.faults.clear();
+    await waitUntil(() => /also the head of #\d+/.test(h.checks(head)[0]?.output.title ?? ""), "the check naming the other pull request on the head", 30_000);
+    await Bun.sleep(500);
+    expect(h.checks(head)[0]).toMatchObject({ status: "in_progress" });
+    expect(h.transitions.slice(transitionsBefore).filter((t) => t.headSha === head && t.status === "completed")).toEqual([]);
   }, 60_000);
 });
 

@@ -9,18 +9,25 @@
 // - A fact evaluate() needs but cannot find in the evidence (say a reviewer's collaborator permission was never looked up) is
 //   treated as incomplete evidence of cause "inconsistent": fail closed. `planLookups()` (server/evaluation/plan-lookups.ts) tells
 //   the fetcher exactly which directory facts to fetch for a given pull request.
-// - Gap causes decide the outcome (DESIGN 3.6 "Outcomes"): "transient" (timeout, reset, 5xx, rate limit) makes the job retry
-//   and nothing is published; "over_bound" and "inconsistent" are permanent and publish failure with the reason.
+// - Gap causes decide the outcome (DESIGN 3.6 "Outcomes", 3.8): "transient" (timeout, reset, 5xx, rate limit, a list whose
+//   pages broke their promises) makes the job retry and nothing is published; "over_bound" and "inconsistent" are permanent
+//   and publish failure with the reason.
 // - Logins are compared case-insensitively (as on the forge); record keys may use any case.
 // - Changes are additive only: other modules build against this file.
 
 /** Why a list or fact is not available in full. */
 export type GapCause =
-  /** Timeout, connection reset, 5xx, rate limit: retrying may succeed. The job fails and retries; nothing is published. */
+  /**
+   * Timeout, connection reset, 5xx, rate limit, a malformed body, a list whose pages break their Link promises, disagree with
+   * a count the forge states or repeat an item (DESIGN 3.8): retrying may succeed. The job fails and retries; nothing is published.
+   */
   | "transient"
   /** More items than a bound allows (DESIGN 3.6 bounds), or the forge itself truncated the list. Permanent: publish failure. */
   | "over_bound"
-  /** The forge answered something that cannot be right (malformed payload, contradicting counts). Permanent: publish failure. */
+  /**
+   * The forge refused the request, answered something that cannot be right (a file that is not UTF-8), or a needed fact is
+   * missing from the evidence. Permanent: publish failure.
+   */
   | "inconsistent";
 
 export interface Gap {

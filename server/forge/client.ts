@@ -68,7 +68,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       route: "GET /app/installations", params: {}, maxItems: MAX_INSTALLATIONS, key: (item) => (item as Json | null)?.id,
     }, call),
     listInstallationRepositories: (installationId, call) => listAll((params, c) => t.installation(installationId, "GET /installation/repositories", params, c), {
-      route: "GET /installation/repositories", params: {}, itemsKey: "repositories", maxItems: MAX_INSTALLATION_REPOSITORIES, key: (item) => (item as Json | null)?.id,
+      route: "GET /installation/repositories", params: {}, itemsKey: "repositories", countKey: "total_count", maxItems: MAX_INSTALLATION_REPOSITORIES, key: (item) => (item as Json | null)?.id,
     }, call),
     listOpenPullRequestItems: (installationId, owner, repo, max, call) => listAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
       route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,

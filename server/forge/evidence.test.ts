@@ -99,20 +99,20 @@ describe("evidence is marked incomplete, never partial", () => {
   test("a missing page of files", async () => {
     sim.injectFault({ kind: "missing_page", path: filesPath(), page: 3 });
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
-    expect(e.files).toMatchObject({ complete: false, cause: "inconsistent" });
+    expect(e.files).toMatchObject({ complete: false, cause: "transient", detail: expect.stringContaining("page 3 is empty although page 2 linked to it") });
   });
 
   test("an extra page of reviews", async () => {
     sim.injectFault({ kind: "extra_page", path: reviewsPath() });
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
-    expect(e.reviews).toMatchObject({ complete: false, cause: "inconsistent" });
+    expect(e.reviews).toMatchObject({ complete: false, cause: "transient", detail: expect.stringContaining("page 1 has 5 items but links to a next page") });
     expect(e.files.complete).toBe(true);
   });
 
   test("an extra page of files beyond changed_files", async () => {
     sim.injectFault({ kind: "extra_page", path: filesPath() });
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
-    expect(e.files).toMatchObject({ complete: false, cause: "inconsistent" });
+    expect(e.files).toMatchObject({ complete: false, cause: "transient", detail: expect.stringContaining("page 5 has 32 items but links to a next page") });
   });
 
   test("a truncated body", async () => {

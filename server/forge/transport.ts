@@ -46,9 +46,17 @@ export interface CallOptions {
   counter?: { requests: number; notModified?: number };
   /** Told the provider delay of every rate-limited response, so a caller can defer its retry (bounded to one day). */
   onRateLimit?: (retryAfterMs: number) => void;
+  /** false: ask afresh, without If-None-Match (a listing read again after a revalidated page seemed to break its links). */
+  conditional?: false;
 }
 
-export interface ForgeResponse { data: unknown; headers: Record<string, string | number | undefined>; status: number }
+export interface ForgeResponse {
+  data: unknown;
+  headers: Record<string, string | number | undefined>;
+  status: number;
+  /** The forge answered 304: `data` is the body kept from an earlier answer. */
+  revalidated?: true;
+}
 
 export interface Transport {
   readonly appId: number;
@@ -182,18 +190,21 @@ export function createTransport(options: TransportOptions): Transport {
   async function send(scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined, exchange: Exchange): Promise<ForgeResponse> {
     if (call?.counter) call.counter.requests += 1;
     const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
-    const kept = key ? conditional.get(key) : undefined;
+    const kept = key && call?.conditional !== false ? conditional.get(key) : undefined;
     const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
-    // 304: the kept body is still current (it spent no rate limit).
-    const revalidated = (entry: NonNullable<typeof kept>, at: string) => {
+    // 304: the kept body is still current (it spent no rate limit). Its Link is the one the 304 carries, when it carries one
+    // (RFC 9111 4.3.4: a 304's fields update the kept response): a list's pages can move while a page's body stays the same.
+    const revalidated = (entry: NonNullable<typeof kept>, at: string, notModified: ForgeResponse["headers"] | undefined): ForgeResponse => {
       if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
-      keep(at, entry);
-      return entry.response;
+      const link = notModified?.link;
+      const current = link === undefined ? entry : { ...entry, response: { ...entry.response, headers: { ...entry.response.headers, link } } };
+      keep(at, current);
+      return { ...current.response, revalidated: true };
     };
     try {
       const result = await exchange(params, headers, call?.signal);
       if (result.status === 304) {
-        if (kept && key) return revalidated(kept, key);
+        if (kept && key) return revalidated(kept, key, result.headers);
         throw Object.assign(new Error("status 304"), { status: 304, response: { status: 304, headers: result.headers } });
       }
       const etag = result.headers.etag;
@@ -204,7 +215,7 @@ export function createTransport(options: TransportOptions): Transport {
       }
       return result;
     } catch (error) {
-      if (kept && key && (error as { status?: unknown }).status === 304) return revalidated(kept, key);
+      if (kept && key && (error as { status?: unknown }).status === 304) return revalidated(kept, key, (error as { response?: { headers?: ForgeResponse["headers"] } }).response?.headers);
       const classified = report(error, route);
       if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
       throw classified;

@@ -1,4 +1,4 @@
-import { evaluate, planLookups, renderCheck } from "../../evaluation/index.ts";
+import { evaluate, plain, planLookups, renderCheck } from "../../evaluation/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
@@ -40,7 +40,11 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   ctx.metrics.evaluationSeconds.observe((performance.now() - started) / 1000);
   const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: rowHead, repositoryId: repository.repositoryId, pullNumber };
 
-  if (decision.kind === "retry") throw new RetryLater("evidence_incomplete", gathered.retryAfterMs);
+  if (decision.kind === "retry") {
+    // The named reasons (route templates, statuses, page numbers and counts; never a payload) say what to look at.
+    ctx.log.info({ job: row.id, reasons: decision.reasons.map((reason) => `${reason.code}: ${plain(reason.message)}`) }, "evidence incomplete; the evaluation will be retried");
+    throw new RetryLater("evidence_incomplete", gathered.retryAfterMs);
+  }
   if (decision.kind === "not_enabled") {
     await audit(ctx, row, rowHead, "not_enabled");
     return { kind: "done", note: "repository not enabled" };
