@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { createScenario, generateAppKeys, mintAppJwt, type Scenario } from "../../e2e/forge/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { CHECK_NAME, clientFor } from "./test-support.ts";
@@ -7,6 +7,7 @@ let sim: ForgeSimulator;
 let s: Scenario;
 const keys = generateAppKeys();
 beforeAll(async () => { sim = startForgeSimulator(); s = await createScenario(sim, { keys }); });
+afterEach(() => { sim.faults.clear(); });
 afterAll(async () => { await sim.stop(); });
 const target = () => ({ installationId: s.installationId, owner: s.org, repo: s.repo, headSha: s.headSha });
 
@@ -62,4 +63,11 @@ test("a check run of our App under another name is not the managed check", async
   const token = [...sim.control.state.tokens.values()].find((t) => t.installationId === s.installationId)!.token;
   await fetch(`${sim.url}/repos/${s.org}/${s.repo}/check-runs`, { method: "POST", headers: { authorization: `token ${token}` }, body: JSON.stringify({ name: "Another name", head_sha: head.sha }) });
   expect(await client.findManagedCheck({ ...target(), headSha: head.sha })).toBeNull();
+});
+
+test("a check-run list that links to a further page is refused, to be retried, never taken as whole", async () => {
+  const client = clientFor(sim, s);
+  await client.ensureCheckInProgress(target(), { title: "Evaluating", summary: "Waiting for evidence" });
+  sim.injectFault({ kind: "extra_page", path: `/repos/${s.org}/${s.repo}/commits/${s.headSha}/check-runs` });
+  await expect(client.findManagedCheck(target())).rejects.toMatchObject({ kind: "transient", message: expect.stringContaining("more check runs than one page holds") });
 });

@@ -38,6 +38,11 @@ export async function findManagedCheck(t: Transport, checkName: string, target: 
   const body = object(response.data, LIST);
   const runs = body.check_runs;
   if (!Array.isArray(runs)) throw new ForgeError("transient", `${LIST}: the forge sent a truncated or malformed body`);
+  // One page holds every run this query can match (filter=latest by our name and App: one per check suite). A further page
+  // could hide our check, and a second managed check would then be created beside it: refuse (the job retries).
+  if (/rel="next"/.test(String(response.headers.link ?? "")) || (typeof body.total_count === "number" && body.total_count > runs.length)) {
+    throw new ForgeError("transient", `${LIST}: the forge lists more check runs than one page holds`);
+  }
   let found: ManagedCheck | null = null;
   for (const value of runs) {
     const run = toManagedCheck(value, LIST);
