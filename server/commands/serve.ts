@@ -3,7 +3,7 @@ import { describeConfig } from "../config/index.ts";
 import { createApp } from "../http/app.ts";
 import { createForgeClient, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
-import type { WebhookDeps } from "../ingress/index.ts";
+import { createBodyBudget, type WebhookDeps } from "../ingress/index.ts";
 import type { CheckTransition } from "../worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../worker/worker.ts";
 import { createReconciler, type Reconciler } from "../reconciler/index.ts";
@@ -91,6 +91,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
         }
       : null,
     invalidationTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
+    bodyBudget: createBodyBudget(config.webhookUnverifiedBodyBudgetBytes),
     now,
     ...(worker ? { onQueued: () => worker.wake() } : {}),
   };

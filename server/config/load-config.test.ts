@@ -57,6 +57,7 @@ describe("defaults outside production", () => {
     expect(config.workerLeaseSeconds).toBe(30);
     expect(config.webhookDeliveryRetentionDays).toBe(14);
     expect(config.webhookInvalidationTimeoutSeconds).toBe(5);
+    expect(config.webhookUnverifiedBodyBudgetBytes).toBe(64 * 1024 * 1024);
     expect(config.reconcileIntervalSeconds).toBe(300);
     expect(config.forge.identityProbeIntervalSeconds).toBe(30);
     expect(config.forge.identityFreshnessSeconds).toBe(90);
@@ -202,6 +203,13 @@ describe("other settings", () => {
     expect(rejection({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "10" }).message).toMatch(/1 to 9/);
     expect(rejection({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "0" }).message).toMatch(/1 to 9/);
     expect(loadConfig({ SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS: "9" }, io).webhookInvalidationTimeoutSeconds).toBe(9);
+  });
+  test("the unverified body budget holds at least one 10 MiB body and at most 512 MiB", () => {
+    for (const bad of ["10485759", "536870913", "64MiB", "-1"]) {
+      expect(rejection({ SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES: bad }).message).toMatch(/10485760 to 536870912/);
+    }
+    expect(loadConfig({ SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES: "10485760" }, io).webhookUnverifiedBodyBudgetBytes).toBe(10 * 1024 * 1024);
+    expect(loadConfig({ SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES: "536870912" }, io).webhookUnverifiedBodyBudgetBytes).toBe(512 * 1024 * 1024);
   });
   test("the worker lease is bounded to 3..600 seconds", () => {
     expect(rejection({ SERVICE_WORKER_LEASE_SECONDS: "2" }).message).toMatch(/3 to 600/);

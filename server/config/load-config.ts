@@ -1,6 +1,7 @@
 import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
+import { MAX_WEBHOOK_BODY_BYTES } from "../ingress/limits.ts";
 import { ConfigError } from "./config-error.ts";
 import { type DatabaseTarget, parseDatabaseUrl } from "./database-url.ts";
 
@@ -40,6 +41,8 @@ export type Config = {
   readonly workerLeaseSeconds: number;
   readonly webhookDeliveryRetentionDays: number;
   readonly webhookInvalidationTimeoutSeconds: number;
+  /** Process-wide bound on webhook body bytes held before their signature is verified; past it deliveries get 503. */
+  readonly webhookUnverifiedBodyBudgetBytes: number;
   readonly reconcileIntervalSeconds: number;
   readonly allowInsecureChanges: boolean;
   readonly playgroundEnabled: boolean;
@@ -69,6 +72,7 @@ export const DEFAULTS = Object.freeze({
   workerLeaseSeconds: 30,
   webhookDeliveryRetentionDays: 14,
   webhookInvalidationTimeoutSeconds: 5,
+  webhookUnverifiedBodyBudgetBytes: 64 * 1024 * 1024,
   reconcileIntervalSeconds: 300,
 });
 
@@ -96,6 +100,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_WORKER_LEASE_SECONDS",
   "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS",
   "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS",
+  "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES",
   "SERVICE_RECONCILE_INTERVAL_SECONDS",
   "SERVICE_ALLOW_INSECURE_CHANGES",
   "SERVICE_PLAYGROUND_ENABLED",
@@ -289,6 +294,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     workerLeaseSeconds: integer(env, "SERVICE_WORKER_LEASE_SECONDS", DEFAULTS.workerLeaseSeconds, 3, 600),
     webhookDeliveryRetentionDays: integer(env, "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS", DEFAULTS.webhookDeliveryRetentionDays, 1, 365),
     webhookInvalidationTimeoutSeconds: integer(env, "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS", DEFAULTS.webhookInvalidationTimeoutSeconds, 1, 9),
+    // At least one maximal body, so a lone delivery always fits; at most 512 MiB, so a slip of digits cannot lift the bound.
+    webhookUnverifiedBodyBudgetBytes: integer(env, "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES", DEFAULTS.webhookUnverifiedBodyBudgetBytes, MAX_WEBHOOK_BODY_BYTES, 512 * 1024 * 1024),
     reconcileIntervalSeconds: integer(env, "SERVICE_RECONCILE_INTERVAL_SECONDS", DEFAULTS.reconcileIntervalSeconds, 10, 86_400),
     allowInsecureChanges: boolean(env, "SERVICE_ALLOW_INSECURE_CHANGES", false),
     playgroundEnabled: boolean(env, "SERVICE_PLAYGROUND_ENABLED", true),
@@ -324,6 +331,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     worker_lease_seconds: config.workerLeaseSeconds,
     webhook_delivery_retention_days: config.webhookDeliveryRetentionDays,
     webhook_invalidation_timeout_seconds: config.webhookInvalidationTimeoutSeconds,
+    webhook_unverified_body_budget_bytes: config.webhookUnverifiedBodyBudgetBytes,
     reconcile_interval_seconds: config.reconcileIntervalSeconds,
     allow_insecure_changes: config.allowInsecureChanges,
     playground_enabled: config.playgroundEnabled,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadConfig } from "../config/index.ts";
+import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import { migrateDatabase, openStore, type Store } from "../store/index.ts";
@@ -25,7 +26,7 @@ function app(overrides: Partial<HealthSources> = {}, env: Record<string, string>
   metrics.insecureChangesEnabled.set(config.allowInsecureChanges ? 1 : 0);
   const health: HealthSources = { config, store, credentials: { isFresh: () => true }, worker: null, reconciler: null, ...overrides };
   const log = createLogger("silent");
-  const webhook = { secret: null, store, metrics, log, mapping: { organizationPolicyRepository: ".forge", checkName: config.checkName, appId: null }, fastPath: null, invalidationTimeoutMs: 1000, now: () => Date.now() };
+  const webhook = { secret: null, store, metrics, log, mapping: { organizationPolicyRepository: ".forge", checkName: config.checkName, appId: null }, fastPath: null, invalidationTimeoutMs: 1000, bodyBudget: createBodyBudget(config.webhookUnverifiedBodyBudgetBytes), now: () => Date.now() };
   return createApp({ config, build: { version: "0.1.0", buildRevision: null }, health, metrics, webhook });
 }
 const get = (a: ReturnType<typeof app>, path: string) => a.handle(new Request(`http://localhost${path}`));

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import { mintAppJwt } from "../../e2e/forge/scenario.ts";
 import type { Config } from "../config/index.ts";
+import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { createExchange, type ExchangeCode, newSetupNonce, SETUP_NONCE_COOKIE, setupStateAudience, signSetupState } from "../setup/index.ts";
 import { setupRoutes } from "./setup-routes.ts";
@@ -466,7 +467,7 @@ describe("in the application", () => {
       const metrics = createMetrics({ readQueueGauges: async () => ({ queueDepth: 0, sharedHeadInvalidationDepth: 0, deadJobs: 0 }) } as never);
       const log = createLogger("silent");
       const store = {} as never;
-      const webhook = { secret: null, store, metrics, log, mapping: { organizationPolicyRepository: ".forge", checkName: config.checkName, appId: null }, fastPath: null, invalidationTimeoutMs: 1000, now: () => Date.now() };
+      const webhook = { secret: null, store, metrics, log, mapping: { organizationPolicyRepository: ".forge", checkName: config.checkName, appId: null }, fastPath: null, invalidationTimeoutMs: 1000, bodyBudget: createBodyBudget(config.webhookUnverifiedBodyBudgetBytes), now: () => Date.now() };
       return createApp({ config, build: { version: "0.1.0", buildRevision: null }, health: { config, store, credentials: null, worker: null, reconciler: null } as never, metrics, webhook, log });
     };
     const disabled = build({});

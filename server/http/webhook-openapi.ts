@@ -37,7 +37,7 @@ export const webhookPathDocument = {
         "400": error("delivery or event header missing or over 128 characters; invalid Content-Length; malformed JSON; non-object JSON; invalid payload for a mapped event (including a malformed head identifier)"),
         "401": error("signature header missing or malformed, or signature mismatch (rejected before JSON parsing)"),
         "413": error("body larger than 10 MiB (with or without Content-Length; enforced while streaming)"),
-        "503": error("no webhook secret configured; retained direct trigger with no evaluator configured; database failure while accepting mapped work; timeout or database failure while ordering an authority event against an in-flight check write"),
+        "503": error("no webhook secret configured; retained direct trigger with no evaluator configured; database failure while accepting mapped work; timeout or database failure while ordering an authority event against an in-flight check write; the process-wide budget of unverified body bytes is spent (with Retry-After; the body is not read)"),
       },
     },
   },

@@ -8,7 +8,7 @@ export function webhookRoutes(deps: WebhookDeps) {
     "/webhooks/forge",
     async ({ request }) => {
       const reply = await handleWebhook(deps, request);
-      return jsonResponse(reply.body, reply.status);
+      return jsonResponse(reply.body, reply.status, reply.headers);
     },
     { parse: "none", detail: { hide: true } },
   );

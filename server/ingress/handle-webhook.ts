@@ -2,21 +2,27 @@ import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
+import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, runFastPath } from "./fast-path.ts";
-import { MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
+import { BUSY_RETRY_AFTER_SECONDS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { verifySignature } from "./verify-signature.ts";
 
 /**
  * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (400) → secret configured (503) →
- * signature header form (401) → Content-Length (400/413) → raw body, counted, capped (413) → HMAC over those exact bytes in
- * constant time (401) → JSON (400) → mapping → payload validation (400) → durable acceptance (503 on database failure) →
- * bounded fast path → 202 {accepted, queued}. Failure reasons are a fixed vocabulary; nothing from the request is logged
+ * signature header form (401) → Content-Length (400/413) → a reservation in the process-wide budget of unverified body
+ * bytes (503 with Retry-After, body unread) → raw body, counted, capped (413) → HMAC over those exact bytes in constant time
+ * (401), after which the reservation is given back → JSON (400) → mapping → payload validation (400) → durable acceptance
+ * (503 on database failure) → bounded fast path → 202 {accepted, queued}. Failure reasons are a fixed vocabulary; nothing from the request is logged
  * beyond the event name and action.
  */
-export type WebhookReply = { readonly status: number; readonly body: { accepted: boolean; queued: boolean } | { error: string } };
+export type WebhookReply = {
+  readonly status: number;
+  readonly body: { accepted: boolean; queued: boolean } | { error: string };
+  readonly headers?: Readonly<Record<string, string>>;
+};
 
-export type FailureReason = "headers" | "signature" | "content_length" | "too_large" | "json" | "payload" | "not_configured" | "database" | "authority_timeout";
+export type FailureReason = "headers" | "signature" | "content_length" | "too_large" | "busy" | "json" | "payload" | "not_configured" | "database" | "authority_timeout";
 
 export type WebhookDeps = {
   readonly secret: Uint8Array | null;
@@ -27,6 +33,8 @@ export type WebhookDeps = {
   /** null: no evaluator (no forge client) is configured; direct triggers are stored and answered 503. */
   readonly fastPath: FastPathDeps | null;
   readonly invalidationTimeoutMs: number;
+  /** Shared by every request of the process: bounds the body bytes held before their signature is verified. */
+  readonly bodyBudget: BodyBudget;
   readonly now: () => number;
   /** Called after new work was stored (the in-process worker claims it at once instead of at its next poll). */
   readonly onQueued?: () => void;
@@ -47,14 +55,23 @@ export async function handleWebhook(deps: WebhookDeps, request: Request): Promis
   const declared = parseContentLength(request.headers.get("content-length"));
   if (declared === "invalid") return failure(400, "content_length");
   if (declared !== null && declared > MAX_WEBHOOK_BODY_BYTES) return failure(413, "too_large");
-  const read = await readBodyCapped(request, declared, MAX_WEBHOOK_BODY_BYTES);
-  if (read.kind === "too_large") return failure(413, "too_large");
-  if (read.kind === "failed" || (declared !== null && read.bytes.byteLength !== declared)) return failure(400, "content_length");
-  if (!verifySignature(deps.secret, read.bytes, signature)) return failure(401, "signature");
+  const reservation = deps.bodyBudget.open();
+  let body: Uint8Array;
+  try {
+    const read = await readBodyCapped(request, declared, MAX_WEBHOOK_BODY_BYTES, reservation);
+    if (read.kind === "busy") return { ...failure(503, "busy"), headers: { "retry-after": String(BUSY_RETRY_AFTER_SECONDS) } };
+    if (read.kind === "too_large") return failure(413, "too_large");
+    if (read.kind === "failed" || (declared !== null && read.bytes.byteLength !== declared)) return failure(400, "content_length");
+    if (!verifySignature(deps.secret, read.bytes, signature)) return failure(401, "signature");
+    body = read.bytes;
+  } finally {
+    // Verified or refused, and also when the client went away mid-body (the read then fails): the bytes are given back.
+    reservation.release();
+  }
 
   let payload: unknown;
   try {
-    payload = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(read.bytes));
+    payload = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
   } catch {
     return failure(400, "json");
   }

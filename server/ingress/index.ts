@@ -1,3 +1,4 @@
+export { type BodyBudget, type BodyReservation, createBodyBudget } from "./body-budget.ts";
 export { EVENT_LABELS, ACTION_LABELS, type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 export { type FastPathDeps, IN_PROGRESS_OUTPUT, runFastPath } from "./fast-path.ts";
 export { type FailureReason, handleWebhook, type WebhookDeps, type WebhookReply } from "./handle-webhook.ts";

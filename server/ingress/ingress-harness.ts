@@ -1,9 +1,11 @@
 import { type Logger, pino } from "pino";
 import { createTestDatabase, type BackendName, type TestDatabase } from "../../e2e/support/databases.ts";
 import { signedDelivery } from "../../e2e/support/payloads.ts";
+import { DEFAULTS } from "../config/index.ts";
 import { ForgeError } from "../forge/index.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { all, migrateDatabase, openStore, type Store } from "../store/index.ts";
+import { type BodyBudget, createBodyBudget } from "./body-budget.ts";
 import type { FastPathDeps } from "./fast-path.ts";
 import { handleWebhook, type WebhookDeps } from "./handle-webhook.ts";
 
@@ -29,7 +31,7 @@ export type Harness = {
   close(): Promise<void>;
 };
 
-export async function ingressHarness(backend: BackendName, options: { secret?: string | null; fastPath?: FastPathDeps | null; timeoutMs?: number; appId?: number | null } = {}): Promise<Harness> {
+export async function ingressHarness(backend: BackendName, options: { secret?: string | null; fastPath?: FastPathDeps | null; timeoutMs?: number; appId?: number | null; bodyBudget?: BodyBudget } = {}): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase(backend);
   await migrateDatabase(database.target, 1);
   const store = openStore(database.target);
@@ -44,6 +46,7 @@ export async function ingressHarness(backend: BackendName, options: { secret?: s
     mapping: { organizationPolicyRepository: ".forge", checkName: "Service / approval", appId: options.appId === undefined ? 12 : options.appId },
     fastPath: options.fastPath === undefined ? unreachableForge(store) : options.fastPath,
     invalidationTimeoutMs: options.timeoutMs ?? 2_000,
+    bodyBudget: options.bodyBudget ?? createBodyBudget(DEFAULTS.webhookUnverifiedBodyBudgetBytes),
     now: () => Date.now(),
   };
   const rows = async <T,>(sql: string) => store.execute(function* () { return (yield* all(sql)) as T[]; });

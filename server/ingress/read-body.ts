@@ -1,11 +1,18 @@
+import type { BodyReservation } from "./body-budget.ts";
+
 /**
  * Reads a request body as raw bytes while counting, and stops at limit + 1 byte: a larger body is refused without being held
- * in memory (spec: 413 "with or without Content-Length; enforced while streaming").
+ * in memory (spec: 413 "with or without Content-Length; enforced while streaming"). Every byte is covered by `reservation`
+ * before it is read; when the process-wide budget cannot cover it the body is left unread ("busy").
  */
-export type BodyRead = { kind: "ok"; bytes: Uint8Array } | { kind: "too_large" } | { kind: "failed" };
+export type BodyRead = { kind: "ok"; bytes: Uint8Array } | { kind: "too_large" } | { kind: "failed" } | { kind: "busy" };
 
-export async function readBodyCapped(request: Request, declared: number | null, limit: number): Promise<BodyRead> {
+/** How far ahead of the bytes read so far a body without Content-Length reserves before each read. */
+const STREAM_RESERVE_STEP = 64 * 1024;
+
+export async function readBodyCapped(request: Request, declared: number | null, limit: number, reservation: BodyReservation): Promise<BodyRead> {
   if (declared !== null && declared <= limit) {
+    if (!reservation.cover(declared)) return { kind: "busy" };
     // A declared length within the limit bounds the body by HTTP framing, so it is read whole in one native call (the
     // streaming reader below costs several times more per request under webhook load).
     try {
@@ -21,13 +28,14 @@ export async function readBodyCapped(request: Request, declared: number | null, 
   let total = 0;
   try {
     for (;;) {
+      // A step is reserved before each read (never past the limit, so a maximal body fits the smallest budget); a chunk
+      // larger than the step is covered once it is in hand, and refused with the body if the budget cannot cover it.
+      if (!reservation.cover(Math.min(limit, total + STREAM_RESERVE_STEP))) return await cancelled(reader, { kind: "busy" });
       const { done, value } = await reader.read();
       if (done) break;
       total += value.byteLength;
-      if (total > limit) {
-        await reader.cancel().catch(() => {});
-        return { kind: "too_large" };
-      }
+      if (total > limit) return await cancelled(reader, { kind: "too_large" });
+      if (!reservation.cover(total)) return await cancelled(reader, { kind: "busy" });
       chunks.push(value);
     }
   } catch {
@@ -40,6 +48,11 @@ export async function readBodyCapped(request: Request, declared: number | null, 
     offset += chunk.byteLength;
   }
   return { kind: "ok", bytes };
+}
+
+async function cancelled(reader: ReadableStreamDefaultReader<Uint8Array>, read: BodyRead): Promise<BodyRead> {
+  await reader.cancel().catch(() => {});
+  return read;
 }
 
 /** A Content-Length header, when present, must be a plain decimal integer. */
