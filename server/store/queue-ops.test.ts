@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, markHeadInvalidated, migrateDatabase, openStore,
-  readFences, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
+  openStore, readFences, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
 } from "./index.ts";
 
 /** The queue operations contract (spec "Queue rows"; DESIGN 4), one suite on both backends. */
@@ -68,6 +68,21 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect(await store.execute(() => completeJob(second.id, "w2", second.merges, 1220))).toBe("done");
   });
 
+  test("a lapsed lease lets its holder neither complete, retry nor renew the row, even before another claim took it", async () => {
+    await open();
+    await trigger("d1", null);
+    const first = (await claim("w1", 1000, 100))!;
+    // The holder stalled past its lease (1100): nobody claimed the row yet, but it is no longer the holder's to finish.
+    expect(await store.execute(() => completeJob(first.id, "w1", first.merges, 1101))).toBe("lost");
+    expect(await store.execute(() => retryJob(first.id, "w1", 1101, "forge_transient", 1101))).toBe(false);
+    expect(await store.execute(() => renewLease(first.id, "w1", 1101, 100))).toBe(false);
+    const next = (await claim("w2", 1101, 100))!;
+    expect(next.id).toBe(first.id);
+    expect(next.attempts).toBe(2);
+    // Up to its expiry the lease is held: the new holder completes it.
+    expect(await store.execute(() => completeJob(next.id, "w2", next.merges, 1201))).toBe("done");
+  });
+
   test("work merged into a leased row makes completion put it back to pending instead of deleting it", async () => {
     await open();
     await trigger("d1", 4);
@@ -93,13 +108,18 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect(stored).toEqual({ last_error: "forge_transient", state: "leased" });
   });
 
-  test("shutdown hands held leases back as pending, runnable now", async () => {
+  test("shutdown hands back every lease the worker's claims hold as pending, runnable now, and no other worker's", async () => {
     await open();
     await trigger("d1", 3);
-    await claim("w", 1000);
-    await claim("w", 1000);
+    await trigger("d2", 4, "f".repeat(40));
+    await claim(leaseToken("w", 1), 1000);
+    await claim(leaseToken("w", 2), 1000);
+    const others = (await claim(leaseToken("w2", 1), 1000))!;
     expect(await store.execute(() => releaseLeases("w", 1500))).toBe(2);
-    expect(await claim("other", 1500)).not.toBeNull();
+    const released = [(await claim("other", 1500))!, (await claim("other", 1500))!];
+    expect(released.map((row) => row.id)).not.toContain(others.id);
+    expect(await claim("other", 1500)).not.toBeNull(); // the fourth row was never claimed
+    expect(await store.execute(() => renewLease(others.id, leaseToken("w2", 1), 1500, 1000))).toBe(true);
   });
 
   test("fences report generations, epoch, pending fan-out and the lease", async () => {

@@ -35,3 +35,9 @@ export function repositoryOf(row: JobRow): RepositoryRef {
   if (row.repository_id === null || row.repository_owner === null || row.repository_name === null) throw new Error(`job ${row.id} has no repository`);
   return { installationId: row.installation_id, repositoryId: row.repository_id, owner: row.repository_owner, name: row.repository_name };
 }
+
+/** The lease token of the claim that handed the row to its handler (claimNext returns it as the owner). */
+export function leaseOf(row: JobRow): string {
+  if (row.lease_owner === null) throw new Error(`job ${row.id} is not leased`);
+  return row.lease_owner;
+}

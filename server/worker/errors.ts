@@ -10,3 +10,14 @@ export class RetryLater extends Error {
     super(code);
   }
 }
+
+/**
+ * The claim no longer holds its row's lease (a renewal was refused, the lease lapsed while the work stalled, or the fences were
+ * read without it): the work stops, nothing is completed or retried by this claim, and the next claim runs the row again.
+ */
+export class LeaseLost extends Error {
+  override readonly name = "LeaseLost";
+  constructor() {
+    super("lease lost");
+  }
+}

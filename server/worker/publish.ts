@@ -2,15 +2,16 @@ import type { CheckTarget, ManagedCheck } from "../forge/index.ts";
 import type { CheckOutput } from "../evaluation/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../ingress/index.ts";
 import { type Fences, type JobRow, readFences, recordAudit } from "../store/index.ts";
-import type { WorkerContext } from "./context.ts";
-import { RetryLater } from "./errors.ts";
+import { leaseOf, type WorkerContext } from "./context.ts";
+import { LeaseLost, RetryLater } from "./errors.ts";
 
 /**
  * Publication of a completed check on the exact evaluated head (spec "Managed check run", second and fourth rows; invariants
  * 7-10; DESIGN 4). Under the installation guard (shared) and the head publication guard (exclusive), the fences are compared
  * before the write and again after it. An error, cancellation or failed comparison during or after the write makes a
  * shielded reset of the check to in_progress BEFORE the guards are released, and the original error is rethrown so the
- * durable work stays retryable.
+ * durable work stays retryable. Fences read without the lease throw LeaseLost instead of answering "superseded": the work was
+ * not superseded, only this claim of it, and the next claim publishes.
  */
 export type Captured = { readonly shared: number; readonly evaluation: number };
 
@@ -29,7 +30,7 @@ export async function publishCompleted(
   output: CheckOutput,
   signal: AbortSignal,
 ): Promise<PublishResult> {
-  const fences = () => ctx.store.execute(() => readFences({ jobId: row.id, owner: ctx.workerId, installationId: target.installationId, repositoryId: target.repositoryId, headSha: target.headSha, pullNumber: target.pullNumber, now: ctx.now() }));
+  const fences = () => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: target.installationId, repositoryId: target.repositoryId, headSha: target.headSha, pullNumber: target.pullNumber, now: ctx.now() }));
   let release: () => Promise<void>;
   try {
     release = await ctx.store.acquirePublicationGuards(target.installationId, target.repositoryId, target.headSha, ctx.guardTimeoutMs);
@@ -38,7 +39,9 @@ export async function publishCompleted(
   }
   let check: ManagedCheck | null = null;
   try {
-    if (!publishable(await fences(), captured, row)) return "superseded";
+    const before = await fences();
+    if (!before.leaseHeld) throw new LeaseLost();
+    if (!publishable(before, captured, row)) return "superseded";
     try {
       signal.throwIfAborted();
       check = await ctx.forge.findManagedCheck(target, { signal });
@@ -59,6 +62,7 @@ export async function publishCompleted(
     }
     if (!publishable(after, captured, row)) {
       await shieldedReset(ctx, target, check);
+      if (!after.leaseHeld) throw new LeaseLost();
       return "superseded";
     }
     ctx.metrics.evaluations.inc({ conclusion });

@@ -1,15 +1,16 @@
 import { ForgeError } from "../forge/index.ts";
-import { claimNext, completeJob, type JobKind, type JobRow, releaseLeases, renewLease, retryJob } from "../store/index.ts";
+import { claimNext, completeJob, type JobKind, type JobRow, leaseToken, releaseLeases, renewLease, retryJob } from "../store/index.ts";
 import { providerDelayMs, retryDelayMs } from "./backoff.ts";
-import type { JobOutcome, WorkerContext } from "./context.ts";
-import { RetryLater } from "./errors.ts";
+import { type JobOutcome, leaseOf, type WorkerContext } from "./context.ts";
+import { LeaseLost, RetryLater } from "./errors.ts";
 import { evaluatePullRequest } from "./jobs/evaluate-pull-request.ts";
 import { fanOutBaseRef, fanOutInstallation, fanOutRepository } from "./jobs/fan-out.ts";
 import { invalidateHead } from "./jobs/invalidate-head.ts";
 
 /**
- * The worker: `concurrency` slots each claim the next row in global claim order, hold its lease (renewed every third of the
- * lease while the handler runs; a lost lease aborts the handler), then complete it (deleted, or pending again when work merged
+ * The worker: `concurrency` slots each claim the next row in global claim order under a lease of their own (one token per
+ * claim, leaseToken; renewed every third of the lease while the handler runs; a lost lease aborts the handler and the claim
+ * completes and retries nothing: the next claim runs the row again), then complete it (deleted, or pending again when work merged
  * into it meanwhile) or retry it (pending with a backoff or provider delay; never terminal). stop() stops claiming, lets
  * running jobs finish within the drain bound, cancels the rest and hands every lease it still holds back as pending.
  */
@@ -45,6 +46,7 @@ export type Worker = {
 export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker {
   let running = false;
   let crashed = false;
+  let claims = 0;
   const slots: Promise<void>[] = [];
   const inFlight = new Set<AbortController>();
   let wakeIdle: (() => void) | null = null;
@@ -68,7 +70,8 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
     while (running) {
       let row: JobRow | null;
       try {
-        row = await ctx.store.execute(() => claimNext(ctx.workerId, ctx.now(), options.leaseMs));
+        const token = leaseToken(ctx.workerId, ++claims);
+        row = await ctx.store.execute(() => claimNext(token, ctx.now(), options.leaseMs));
       } catch (error) {
         ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "claiming work failed; retrying");
         await idle(options.pollMs);
@@ -83,11 +86,12 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
   }
 
   async function runRow(row: JobRow) {
+    const token = leaseOf(row);
     const controller = new AbortController();
     inFlight.add(controller);
     let leaseLost = false;
     const renewal = setInterval(() => {
-      ctx.store.execute(() => renewLease(row.id, ctx.workerId, ctx.now(), options.leaseMs)).then(
+      ctx.store.execute(() => renewLease(row.id, token, ctx.now(), options.leaseMs)).then(
         (held) => {
           if (!held) {
             leaseLost = true;
@@ -99,14 +103,14 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
     }, Math.max(50, Math.floor(options.leaseMs / 3)));
     try {
       const outcome = await HANDLERS[row.kind](ctx, row, controller.signal);
-      const completion = await ctx.store.execute(() => completeJob(row.id, ctx.workerId, row.merges, ctx.now()));
+      const completion = await ctx.store.execute(() => completeJob(row.id, token, row.merges, ctx.now()));
       if (row.kind === "head_invalidation") ctx.metrics.sharedHeadInvalidations.inc({ outcome: completion === "requeued" ? "superseded" : "completed" });
       ctx.log.debug({ job: row.id, kind: row.kind, completion, note: outcome.note }, "job finished");
     } catch (error) {
       const rateLimited = (error instanceof ForgeError && error.kind === "rate_limited") || (error instanceof RetryLater && error.providerDelayMs !== null);
       if (row.kind === "head_invalidation") ctx.metrics.sharedHeadInvalidations.inc({ outcome: rateLimited ? "rate_limited" : "failed" });
-      if (leaseLost) {
-        ctx.log.warn({ job: row.id, kind: row.kind }, "lease lost while working; another worker owns the row now");
+      if (leaseLost || error instanceof LeaseLost) {
+        ctx.log.warn({ job: row.id, kind: row.kind }, "lease lost while working; the next claim runs the job again");
         return;
       }
       const delay = !running && controller.signal.aborted
@@ -117,7 +121,7 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
       const code = error instanceof RetryLater ? error.code : error instanceof ForgeError ? `forge_${error.kind}` : (error as { code?: string }).code ? `store_${(error as { code: string }).code}` : "unexpected";
       if (code === "unexpected") ctx.log.error({ job: row.id, kind: row.kind, error: (error as Error).name }, "job failed unexpectedly; it will be retried");
       else ctx.log.info({ job: row.id, kind: row.kind, code, delay_ms: delay }, "job will be retried");
-      await ctx.store.execute(() => retryJob(row.id, ctx.workerId, ctx.now() + delay, code, ctx.now())).catch(() => {
+      await ctx.store.execute(() => retryJob(row.id, token, ctx.now() + delay, code, ctx.now())).catch(() => {
         // The lease expires on its own; another claim retries the row.
       });
     } finally {

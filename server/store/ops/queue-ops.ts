@@ -9,6 +9,10 @@ import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type Rep
  *                                        --expiry---> claimable again by any worker (the holder crashed or stalled)
  * 'dead' rows exist only as legacy or manual rows; nothing here creates one. Claim order is global: priority (exact-head
  * invalidation, installation-wide, repository-wide, base-specific, evaluation), then run_at, then id.
+ *
+ * A lease is held by one claim (its token, see leaseToken) until lease_expires_at_ms inclusive. Only the holder of an
+ * unexpired lease renews, completes, retries or reads the row as held: a claim whose lease lapsed leaves the row to the next
+ * claim, which runs it again, even when nobody has claimed it yet.
  */
 export type JobKind = "head_invalidation" | "installation_fanout" | "repository_fanout" | "base_ref" | "evaluation";
 
@@ -33,6 +37,16 @@ export type JobRow = {
 };
 
 const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms";
+
+const CLAIM_SEPARATOR = "/";
+/**
+ * The lease owner of one claim: the worker's ID and the claim's number in that worker. Two claims of one worker (its slots,
+ * or the same slot before and after its lease lapsed) never pass for each other; shutdown releases them all by the prefix.
+ */
+export function leaseToken(workerId: string, claim: number): string {
+  return `${workerId}${CLAIM_SEPARATOR}${claim}`;
+}
+
 const CLAIMABLE = "(state = 'pending' and run_at_ms <= $1) or (state = 'leased' and lease_expires_at_ms < $1)";
 
 export function* claimNext(owner: string, now: number, leaseMs: number): Op<JobRow | null> {
@@ -45,37 +59,47 @@ export function* claimNext(owner: string, now: number, leaseMs: number): Op<JobR
   }, now, owner, leaseMs);
 }
 
-/** Extends the lease; false when this worker no longer holds the row. */
+/** The row is `$1`, leased by the claim `$2`, and its lease has not expired at `$3`. */
+const HELD = "id = $1 and lease_owner = $2 and state = 'leased' and lease_expires_at_ms >= $3";
+
+/** Extends the lease; false when this claim no longer holds the row. */
 export function* renewLease(id: number, owner: string, now: number, leaseMs: number): Op<boolean> {
-  const changed = yield* run("update jobs set lease_expires_at_ms = $3 + $4, updated_at_ms = $3 where id = $1 and lease_owner = $2 and state = 'leased' and lease_expires_at_ms >= $3", id, owner, now, leaseMs);
+  const changed = yield* run(`update jobs set lease_expires_at_ms = $3 + $4, updated_at_ms = $3 where ${HELD}`, id, owner, now, leaseMs);
   return changed > 0;
 }
 
 export type Completion = "done" | "requeued" | "lost";
 
-/** Finishes a leased row: deleted when no work merged into it since the claim, else back to pending to run again. */
+/**
+ * Finishes a leased row: deleted when no work merged into it since the claim, else back to pending to run again. "lost" when
+ * the lease is no longer this claim's (lapsed or taken over): the row stays for the next claim.
+ */
 export function* completeJob(id: number, owner: string, mergesAtClaim: number, now: number): Op<Completion> {
-  const deleted = yield* run("delete from jobs where id = $1 and lease_owner = $2 and state = 'leased' and merges = $3", id, owner, mergesAtClaim);
+  const deleted = yield* run(`delete from jobs where ${HELD} and merges = $4`, id, owner, now, mergesAtClaim);
   if (deleted > 0) return "done";
   const requeued = yield* run(
-    "update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, attempts = 0, run_at_ms = $3, updated_at_ms = $3 where id = $1 and lease_owner = $2 and state = 'leased'",
+    `update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, attempts = 0, run_at_ms = $3, updated_at_ms = $3 where ${HELD}`,
     id, owner, now,
   );
   return requeued > 0 ? "requeued" : "lost";
 }
 
-/** A runtime failure: the row goes back to pending and runs again at runAt (never terminal). */
+/** A runtime failure: the row goes back to pending and runs again at runAt (never terminal). False when the lease is lost. */
 export function* retryJob(id: number, owner: string, runAt: number, errorCode: string, now: number): Op<boolean> {
   const changed = yield* run(
-    "update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $3, last_error = $4, updated_at_ms = $5 where id = $1 and lease_owner = $2 and state = 'leased'",
-    id, owner, runAt, errorCode, now,
+    `update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $4, last_error = $5, updated_at_ms = $3 where ${HELD}`,
+    id, owner, now, runAt, errorCode,
   );
   return changed > 0;
 }
 
-/** Shutdown: hand every row this worker holds back as pending, runnable now. */
-export function* releaseLeases(owner: string, now: number): Op<number> {
-  return yield* run("update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $2, updated_at_ms = $2 where lease_owner = $1 and state = 'leased'", owner, now);
+/** Shutdown: hand every row the worker's claims hold (leaseToken) back as pending, runnable now. */
+export function* releaseLeases(workerId: string, now: number): Op<number> {
+  const prefix = `${workerId}${CLAIM_SEPARATOR}`;
+  return yield* run(
+    "update jobs set state = 'pending', lease_owner = null, lease_expires_at_ms = null, run_at_ms = $3, updated_at_ms = $3 where state = 'leased' and substr(lease_owner, 1, $2) = $1",
+    prefix, [...prefix].length, now,
+  );
 }
 
 export type Fences = {
@@ -95,7 +119,7 @@ export function* readFences(input: { jobId: number; owner: string; installationI
   const pull = yield* one<{ evaluation_generation: number }>("select evaluation_generation from pull_generations where repository_id = $1 and pull_number = $2", input.repositoryId, input.pullNumber);
   const epoch = yield* one<{ authority_epoch: number }>("select authority_epoch from installation_epochs where installation_id = $1", input.installationId);
   const fanout = yield* one("select id from jobs where installation_id = $1 and kind in ('installation_fanout', 'repository_fanout') and state in ('pending', 'leased') limit 1", input.installationId);
-  const lease = yield* one("select id from jobs where id = $1 and lease_owner = $2 and state = 'leased' and lease_expires_at_ms >= $3", input.jobId, input.owner, input.now);
+  const lease = yield* one(`select id from jobs where ${HELD}`, input.jobId, input.owner, input.now);
   return {
     shared: head?.shared_generation ?? 0,
     invalidated: head?.invalidated_generation ?? 0,

@@ -1,7 +1,7 @@
 import { evaluate, plain, planLookups, renderCheck } from "../../evaluation/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
-import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
+import { type JobOutcome, leaseOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
 import { publishCompleted } from "../publish.ts";
 
@@ -13,7 +13,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const repository = repositoryOf(row);
   const pullNumber = row.pull_number!;
   const rowHead = row.head_sha!;
-  const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: ctx.workerId, installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
+  const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
   const before = await fencesAt(rowHead);
   const captured = { shared: before.shared, evaluation: before.evaluation };
 

@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { pino } from "pino";
+import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { waitUntil } from "./support/service.ts";
+import { createForgeClient, type ForgeClient } from "../server/forge/index.ts";
+import { createMetrics } from "../server/observability/metrics.ts";
+import { all, claimNext, type JobRow, migrateDatabase, openStore, type Store, supersedeAndQueue } from "../server/store/index.ts";
+import type { Query } from "../server/store/op.ts";
+import type { CheckTransition } from "../server/worker/context.ts";
+import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker, type WorkerOptions } from "../server/worker/worker.ts";
+
+/**
+ * Job leases when the work outlives them (issue 16 item 3) or the database fails under it (issue 17 item 3), with the real
+ * worker against the forge simulator on both backends. A lease that lapses is never the end of the work: the row stays for
+ * the next claim, which publishes the right result. A slot that stopped working on a row stops renewing its lease.
+ */
+const CHECK_NAME = "Service / approval";
+const LEASE_MS = 300;
+const OPTIONS: WorkerOptions = { ...DEFAULT_WORKER_OPTIONS, concurrency: 1, leaseMs: LEASE_MS, pollMs: 25, drainMs: 500, retryCapSeconds: 1 };
+
+/** The first statement of each operation a worker runs, as its store sees it: which operation, with which parameters. */
+type Seen = { readonly op: unknown; readonly params: readonly unknown[]; readonly at: number };
+
+/**
+ * The store as one worker sees it: `before` sees each operation (identified by its generator function) and may stall, fail
+ * or hang it; `guards` may do the same to the publication guards. Everything else reaches the real store. `claimed` lists
+ * the rows this worker claimed, each with its claim's lease token as lease_owner.
+ */
+type WatchedStore = Store & { readonly claimed: JobRow[] };
+function watchedStore(store: Store, hooks: { before?: (seen: Seen) => void | Promise<void>; guards?: () => void | Promise<void> } = {}): WatchedStore {
+  const claimed: JobRow[] = [];
+  return {
+    claimed,
+    backend: store.backend,
+    ping: () => store.ping(),
+    schemaIdentity: () => store.schemaIdentity(),
+    async execute(op, options) {
+      const generator = op();
+      const first = generator.next().value as Query; // operations build their first statement without side effects
+      generator.return(undefined as never);
+      const seen = { op: Object.getPrototypeOf(generator), params: first?.params ?? [], at: Date.now() };
+      await hooks.before?.(seen);
+      const result = await store.execute(op, options);
+      if (is(seen, claimNext) && result !== null) claimed.push(result as JobRow);
+      return result;
+    },
+    acquireSharedGuard: (installationId, timeoutMs) => store.acquireSharedGuard(installationId, timeoutMs),
+    async acquirePublicationGuards(installationId, repositoryId, headSha, timeoutMs) {
+      await hooks.guards?.();
+      return store.acquirePublicationGuards(installationId, repositoryId, headSha, timeoutMs);
+    },
+    queueGauges: () => store.queueGauges(),
+    close: () => store.close(),
+  };
+}
+const is = (seen: Seen, op: (...args: never[]) => unknown) => seen.op === op.prototype;
+
+type Rig = {
+  sim: ForgeSimulator;
+  scenario: Scenario;
+  database: TestDatabase;
+  store: Store;
+  forge: ForgeClient;
+  logs: string[];
+  transitions: CheckTransition[];
+  workers: Worker[];
+};
+
+async function startRig(backend: BackendName): Promise<Rig> {
+  const sim = startForgeSimulator({});
+  // alice and bob approved: the right result is success.
+  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers: ["alice", "bob"] });
+  const database = await createTestDatabase(backend);
+  await migrateDatabase(database.target, Date.now());
+  const store = openStore(database.target);
+  const logs: string[] = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
+  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
+  const repository = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
+  await store.execute(() => supersedeAndQueue(repository, [{ number: scenario.pullNumber, headSha: scenario.headSha }], Date.now()));
+  return { sim, scenario, database, store, forge, logs, transitions: [], workers: [] };
+}
+
+function startWorker(rig: Rig, workerId: string, seams: { store?: Store; forge?: ForgeClient } = {}): Worker {
+  const log = pino({ level: "debug" }, { write: (line: string) => void rig.logs.push(line) });
+  const worker = createWorker(
+    {
+      store: seams.store ?? rig.store, forge: seams.forge ?? rig.forge, metrics: createMetrics(), log, now: () => Date.now(), workerId,
+      guardTimeoutMs: 2_000, resetTimeoutMs: 2_000, onTransition: (event) => rig.transitions.push(event),
+      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+    },
+    OPTIONS,
+  );
+  rig.workers.push(worker);
+  worker.start();
+  return worker;
+}
+
+async function waitForSuccess(rig: Rig, timeoutMs = 15_000) {
+  const checks = () => rig.sim.control.checkRuns({ owner: rig.scenario.org, repo: rig.scenario.repo, headSha: rig.scenario.headSha }) as Array<{ status: string; conclusion: string | null }>;
+  await waitUntil(() => checks()[0]?.status === "completed", "the check to complete", timeoutMs).catch((error) => {
+    throw new Error(`${(error as Error).message}; saw ${JSON.stringify(checks())}\n${rig.logs.slice(-8).join("")}`);
+  });
+  expect(checks()).toEqual([expect.objectContaining({ status: "completed", conclusion: "success" })]);
+}
+
+const jobs = (rig: Rig) => rig.store.execute(() => all<{ id: number; state: string; lease_owner: string | null }>("select id, state, lease_owner from jobs"));
+
+describe.each(BACKENDS)("job leases on %s", (backend) => {
+  let rig: Rig | undefined;
+  afterEach(async () => {
+    if (!rig) return;
+    // A worker slot that never lets go must not hang the suite: stop is bounded here, whatever the worker does.
+    await Promise.race([Promise.all(rig.workers.map((w) => w.stop())), Bun.sleep(2_000)]);
+    await rig.store.close();
+    await rig.sim.stop();
+    await rig.database.drop();
+    rig = undefined;
+  });
+
+  test("an evaluation that outlives its lease is run again by the next claim and publishes; the claim that lost the lease deletes nothing", async () => {
+    rig = await startRig(backend);
+    // The first evaluation stalls the whole process for three leases once its evidence is in (a long synchronous step).
+    let stalled = false;
+    const forge: ForgeClient = {
+      ...rig.forge,
+      async gatherEvidence(...args) {
+        const gathered = await rig!.forge.gatherEvidence(...args);
+        if (!stalled) {
+          stalled = true;
+          Bun.sleepSync(3 * LEASE_MS);
+        }
+        return gathered;
+      },
+    };
+    const store = watchedStore(rig.store);
+    startWorker(rig, "worker-a", { forge, store });
+    await waitForSuccess(rig);
+    expect(stalled).toBe(true);
+    // The stalled claim published nothing; the row survived it and a new claim of the same worker completed it.
+    await waitUntil(async () => (await jobs(rig!)).length === 0, "the queue to drain");
+    expect(rig.transitions.filter((t) => t.status === "completed")).toHaveLength(1);
+    const [first, ...later] = store.claimed;
+    expect(later.some((row) => row.id === first!.id && row.lease_owner !== first!.lease_owner)).toBe(true);
+  }, 60_000);
+});
