@@ -6,7 +6,7 @@ import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } fro
 import { waitUntil } from "./support/service.ts";
 import { createForgeClient, type ForgeClient } from "../server/forge/index.ts";
 import { createMetrics } from "../server/observability/metrics.ts";
-import { all, claimNext, type JobRow, migrateDatabase, openStore, type Store, supersedeAndQueue } from "../server/store/index.ts";
+import { all, claimNext, type JobRow, migrateDatabase, openStore, readFences, renewLease, retryJob, type Store, supersedeAndQueue } from "../server/store/index.ts";
 import type { Query } from "../server/store/op.ts";
 import type { CheckTransition } from "../server/worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker, type WorkerOptions } from "../server/worker/worker.ts";
@@ -18,7 +18,7 @@ import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker, type WorkerOptions }
  */
 const CHECK_NAME = "Service / approval";
 const LEASE_MS = 300;
-const OPTIONS: WorkerOptions = { ...DEFAULT_WORKER_OPTIONS, concurrency: 1, leaseMs: LEASE_MS, pollMs: 25, drainMs: 500, retryCapSeconds: 1 };
+const OPTIONS: WorkerOptions = { ...DEFAULT_WORKER_OPTIONS, concurrency: 1, leaseMs: LEASE_MS, pollMs: 25, drainMs: 500, retryCapSeconds: 1, jobDeadlineMs: 1_500 };
 
 /** The first statement of each operation a worker runs, as its store sees it: which operation, with which parameters. */
 type Seen = { readonly op: unknown; readonly params: readonly unknown[]; readonly at: number };
@@ -56,6 +56,7 @@ function watchedStore(store: Store, hooks: { before?: (seen: Seen) => void | Pro
   };
 }
 const is = (seen: Seen, op: (...args: never[]) => unknown) => seen.op === op.prototype;
+const never = () => new Promise<never>(() => {});
 
 type Rig = {
   sim: ForgeSimulator;
@@ -144,5 +145,83 @@ describe.each(BACKENDS)("job leases on %s", (backend) => {
     expect(rig.transitions.filter((t) => t.status === "completed")).toHaveLength(1);
     const [first, ...later] = store.claimed;
     expect(later.some((row) => row.id === first!.id && row.lease_owner !== first!.lease_owner)).toBe(true);
+  }, 60_000);
+
+  test("a slot stuck on the database past the job deadline stops renewing; the lease lapses and another claim runs the job", async () => {
+    rig = await startRig(backend);
+    const renewals: Seen[] = [];
+    // Worker a's first publication waits forever on the guards (a reserved connection whose backend died never answers).
+    let hung = false;
+    const store = watchedStore(rig.store, {
+      before: (seen) => void (is(seen, renewLease) && renewals.push(seen)),
+      guards: () => {
+        if (hung) return;
+        hung = true;
+        return never();
+      },
+    });
+    startWorker(rig, "worker-a", { store });
+    await waitUntil(() => hung, "worker a to get stuck");
+    const other = watchedStore(rig.store);
+    startWorker(rig, "worker-b", { store: other });
+    await waitForSuccess(rig);
+    const [first] = store.claimed;
+    const firstToken = first!.lease_owner;
+    expect([...store.claimed, ...other.claimed].some((row) => row.id === first!.id && row.lease_owner !== firstToken)).toBe(true);
+    const claimedAt = first!.lease_expires_at_ms! - LEASE_MS;
+    const renewedAfter = renewals.filter((r) => r.params[1] === firstToken).map((r) => r.at - claimedAt);
+    expect(renewedAfter.length).toBeGreaterThan(0);
+    // Renewed while it worked, never past its deadline (one renewal interval of slack for timers).
+    expect(Math.max(...renewedAfter)).toBeLessThan(OPTIONS.jobDeadlineMs + LEASE_MS / 3 + 100);
+    // Nothing renews the stuck claim's lease after the job was taken over.
+    const settled = renewals.length;
+    await Bun.sleep(3 * LEASE_MS);
+    expect(renewals.slice(settled).filter((r) => r.params[1] === firstToken)).toEqual([]);
+    await waitUntil(async () => (await jobs(rig!)).length === 0, "the queue to drain");
+  }, 60_000);
+
+  test("shutdown with a handler stuck on the database returns within the drain bound and hands the lease back", async () => {
+    rig = await startRig(backend);
+    let hung = false;
+    const store = watchedStore(rig.store, {
+      guards: () => {
+        hung = true;
+        return never();
+      },
+    });
+    const worker = startWorker(rig, "worker-a", { store });
+    await waitUntil(() => hung, "worker a to get stuck");
+    const started = performance.now();
+    await Promise.race([worker.stop(), Bun.sleep(10_000)]);
+    // The drain bound, then at most a second for the cancelled handler before the slot gives it up.
+    expect(performance.now() - started).toBeLessThan(OPTIONS.drainMs + 1_000 + 500);
+    expect(await jobs(rig)).toEqual([{ id: store.claimed[0]!.id, state: "pending", lease_owner: null }]);
+  }, 60_000);
+
+  test("a slot whose job failed on the database stops renewing at once, also when handing the job back hangs; the job runs again", async () => {
+    rig = await startRig(backend);
+    const renewals: Seen[] = [];
+    let failedAt = 0;
+    const store: WatchedStore = watchedStore(rig.store, {
+      before: (seen) => {
+        if (is(seen, renewLease)) renewals.push(seen);
+        if (is(seen, readFences) && failedAt === 0) {
+          // The first claim's first database call fails (its connection was terminated)...
+          failedAt = Date.now();
+          throw Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
+        }
+        // ...and the statement handing its row back never settles.
+        if (is(seen, retryJob) && seen.params[1] === store.claimed[0]?.lease_owner) return never();
+      },
+    });
+    startWorker(rig, "worker-a", { store });
+    await waitForSuccess(rig);
+    const [first, ...later] = store.claimed;
+    expect(failedAt).toBeGreaterThan(0);
+    // No renewal of the failed claim starts after the failure (one already in flight may finish).
+    expect(renewals.filter((r) => r.params[1] === first!.lease_owner && r.at > failedAt + 20)).toEqual([]);
+    // The same worker took the job over once the lease lapsed: a new claim, not the stuck one.
+    expect(later.some((row) => row.id === first!.id && row.lease_owner !== first!.lease_owner)).toBe(true);
+    await waitUntil(async () => (await jobs(rig!)).length === 0, "the queue to drain");
   }, 60_000);
 });
