@@ -31,6 +31,29 @@ describe("pattern properties", () => {
     );
   });
 
+  test("patterns with several ** agree with the RegExp reference on deep paths", () => {
+    // Two to five `**` between literal and wildcard segments, against paths built from the same words so `**` has many
+    // places to resume: where a backtracking matcher would explore every split, the answer must still be the reference's.
+    const word = fc.constantFrom("a", "b", "ab", "a.md", "x.y.md");
+    const between = fc.array(fc.constantFrom("a", "b", "*", "a*", "*.md", "?", "*b*", "a?*"), { minLength: 1, maxLength: 2 });
+    const multiStar = fc
+      .tuple(fc.boolean(), fc.array(between, { minLength: 2, maxLength: 5 }), fc.boolean(), fc.boolean())
+      .map(([lead, groups, leadingStar, trail]) => {
+        const body = groups.map((group) => group.join("/")).join("/**/");
+        return `${lead ? "/" : ""}${leadingStar ? "**/" : ""}${body}${trail ? "/**" : ""}`;
+      });
+    const deep = fc.array(word, { minLength: 1, maxLength: 12 }).map((segments) => segments.join("/"));
+    fc.assert(
+      fc.property(multiStar, deep, (source, candidate) => {
+        const compiled = compilePattern(source);
+        const regex = patternRegExp(source);
+        if (!compiled.ok) return regex === null;
+        return compiled.pattern.test(candidate) === regex!.test(candidate);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   test("the indexed match answers exactly what the reverse scan answers", () => {
     const line = fc.tuple(patternSource, fc.constantFrom("@a", "@b", "@org/t", "")).map(([source, owner]) => `${source} ${owner}`.trim());
     fc.assert(

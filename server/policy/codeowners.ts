@@ -9,6 +9,7 @@
 // - As on the forge, an invalid line is skipped by `match` and listed in `errors`; evaluate() then fails closed naming the lines.
 // - Last matching rule wins. Only the first MAX_CODEOWNERS_RULES rules are kept; beyond that an error is reported.
 import { MAX_CODEOWNERS_RULES } from "./bounds.ts";
+import type { MatchBudget } from "./match-budget.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
 
@@ -33,8 +34,11 @@ export interface ParsedCodeowners {
   readonly rules: readonly CodeownersRule[];
   /** Invalid lines (skipped by `match`). Non-empty means evaluation fails closed. */
   readonly errors: readonly CodeownersError[];
-  /** The last valid rule matching `path` (repository-relative, e.g. `src/a.js`), or null when none matches. */
-  match(path: string): CodeownersMatch | null;
+  /**
+   * The last valid rule matching `path` (repository-relative, e.g. `src/a.js`), or null when none matches. The matching
+   * work is spent from `budget` when one is given (MatchBudgetExceeded past its limit).
+   */
+  match(path: string, budget?: MatchBudget): CodeownersMatch | null;
   /** Same answer by a reverse scan over every rule: the benchmark's baseline and the tests' reference. */
   matchNaive(path: string): CodeownersMatch | null;
 }
@@ -143,7 +147,7 @@ export function parseCodeowners(text: string): ParsedCodeowners {
   return {
     rules,
     errors,
-    match: (path) => answer(index.lastMatch(path)),
+    match: (path, budget) => answer(index.lastMatch(path, budget)),
     matchNaive: (path) => answer(index.lastMatchNaive(path)),
   };
 }

@@ -18,6 +18,10 @@
 // - GitHub: `!` negation, `[ ]` character ranges and `\#` (escaping a leading `#`) are not supported: reported as errors.
 //   We also reject `***` and empty segments (`a//b`), which have no defined meaning; an error line fails closed.
 // - `\x` escapes any other character (`\*`, `\?`, `\ ` for a space); matching is case-sensitive.
+//
+// Matching work is linear in pattern × path whatever the pattern (see matchSegments and globMatch), and counted in a
+// MatchBudget so that one evaluation's total is bounded (issue 16 item 2).
+import { MatchBudget } from "./match-budget.ts";
 
 const STAR = 0;
 const ONE = 1;
@@ -44,9 +48,11 @@ export interface CompiledPattern {
   readonly indexKey: IndexKey;
   /**
    * Does the pattern own this path (repository-relative, no leading slash, `/`-separated)? `parts` may pass
-   * `path.split("/")` when the caller already has it.
+   * `path.split("/")` when the caller already has it. Wildcard patterns spend their steps from `budget` (throwing
+   * MatchBudgetExceeded past its limit); a literal pattern costs one string comparison and spends nothing itself (the
+   * rule index charges one step per candidate it tests). Without a budget nothing is counted.
    */
-  test(path: string, parts?: readonly string[]): boolean;
+  test(path: string, parts?: readonly string[], budget?: MatchBudget): boolean;
 }
 
 export type PatternResult = { readonly ok: true; readonly pattern: CompiledPattern } | { readonly ok: false; readonly message: string };
@@ -113,13 +119,17 @@ function escapedSegments(source: string): (Segment | "empty")[] | string {
   return out;
 }
 
-/** Wildcard match of one path segment (`*` any run, `?` one character; neither sees `/`, segments contain none). */
-function globMatch(units: readonly GlobUnit[], text: string): boolean {
+/**
+ * Wildcard match of one path segment (`*` any run, `?` one character; neither sees `/`, segments contain none): the classic
+ * two-pointer match that backtracks only to the last `*`, so at most about units × characters iterations, each one a step.
+ */
+function globMatch(units: readonly GlobUnit[], text: string, budget: MatchBudget): boolean {
   let p = 0;
   let s = 0;
   let starP = -1;
   let starS = 0;
   while (s < text.length) {
+    if (++budget.used > budget.limit) budget.check();
     const unit = units[p];
     if (p < units.length && unit !== STAR && (unit === ONE || unit === text[s])) {
       // `?` consumes a whole code point (a surrogate pair is one character)
@@ -140,38 +150,89 @@ function globMatch(units: readonly GlobUnit[], text: string): boolean {
   return p === units.length;
 }
 
-function segmentMatches(segment: Segment, text: string): boolean {
+function segmentMatches(segment: Segment, text: string, budget: MatchBudget): boolean {
   if (segment.kind === "literal") return segment.text === text;
   if (segment.kind === "glob") {
     if (segment.loneStar) return true; // any one segment (paths have no empty segments except a trailing `/`)
     if (segment.tail !== "" && !text.endsWith(segment.tail)) return false;
     segment.units ??= unitsOf(segment.source);
-    return globMatch(segment.units, text);
+    return globMatch(segment.units, text, budget);
   }
   return true;
 }
 
-function matchSegments(segments: readonly Segment[], directoryOnly: boolean, parts: readonly string[]): boolean {
+// Scratch space of matchSegments (which never re-enters itself): the pattern positions alive at the current path index, those
+// alive after the next path segment, and the path index each position was last listed at (so it is listed once per index).
+const scratch = { now: [] as number[], after: [] as number[], listedAt: new Int32Array(64) };
+
+/**
+ * The segment matcher as a set of live pattern positions moved along the path, the way RE2 runs a regular expression (an
+ * NFA simulation; a library would need a RegExp, which this module does not build, see the top). Each (pattern position,
+ * path index) state is visited at most once, so one match costs at most (pattern segments + 1) × (path segments + 1) steps
+ * plus the in-segment wildcard work, however many `**` the pattern has. The depth-first search it replaces revisited the
+ * same states once per way of reaching them: path depth to the power of the number of `**`.
+ *
+ * Position `pi` alive at path index `si` means segments[0..pi) matched parts[0..si). A leading or middle `**` at `pi` also
+ * makes `pi + 1` alive at `si` (zero directories) and stays alive across the next segment (one more directory).
+ */
+function matchSegments(segments: readonly Segment[], directoryOnly: boolean, parts: readonly string[], budget: MatchBudget): boolean {
   const n = segments.length;
+  const m = parts.length;
   const last = segments[n - 1]!;
   const lastLoneStar = last.kind === "glob" && last.loneStar;
-  const from = (pi: number, si: number): boolean => {
-    if (pi === n) {
-      const rest = parts.length - si;
-      if (directoryOnly) return rest >= 1;
-      if (lastLoneStar) return rest === 0; // GitHub: a trailing `/*` owns direct children only
-      return true; // the path itself, or anything below it
+  // Up to the first `**` only one position can be alive: walk it without the set.
+  let first = 0;
+  while (first < n && first < m && segments[first]!.kind !== "globstar") {
+    if (++budget.used > budget.limit) budget.check();
+    if (!segmentMatches(segments[first]!, parts[first]!, budget)) return false;
+    first++;
+  }
+  if (first === n) return directoryOnly ? m - n >= 1 : lastLoneStar ? m === n : true;
+  if (segments[first]!.kind !== "globstar") return false; // the path ended before the pattern
+  if (scratch.listedAt.length <= n) scratch.listedAt = new Int32Array(2 * (n + 1));
+  const listedAt = scratch.listedAt.fill(-1, 0, n + 1);
+  let now = scratch.now;
+  let after = scratch.after;
+  now.length = 0;
+  now.push(first);
+  listedAt[first] = first;
+  for (let si = first; ; si++) {
+    const rest = m - si;
+    // Acceptance, and the zero-directory step of `**` (`now` grows while it is walked).
+    for (let i = 0; i < now.length; i++) {
+      const pi = now[i]!;
+      if (++budget.used > budget.limit) budget.check();
+      if (pi === n) {
+        // The whole pattern matched parts[0..si). GitHub: a trailing `/*` owns direct children only; a trailing `/` needs
+        // something below; otherwise the path itself or anything below it.
+        if (directoryOnly ? rest >= 1 : lastLoneStar ? rest === 0 : true) return true;
+      } else if (segments[pi]!.kind === "globstar") {
+        if (pi === n - 1) {
+          // A trailing `**` needs something below it; a lone `**/` needs a directory and something in it.
+          if (rest >= (n === 1 && directoryOnly ? 2 : 1)) return true;
+        } else if (listedAt[pi + 1] !== si) {
+          listedAt[pi + 1] = si;
+          now.push(pi + 1);
+        }
+      }
     }
-    const segment = segments[pi]!;
-    if (segment.kind === "globstar") {
-      if (pi === n - 1) return n === 1 ? parts.length - si >= (directoryOnly ? 2 : 1) : parts.length - si >= 1;
-      for (let k = si; k < parts.length; k++) if (from(pi + 1, k)) return true;
-      return false;
+    if (si === m || now.length === 0) return false;
+    after.length = 0;
+    const part = parts[si]!;
+    for (let i = 0; i < now.length; i++) {
+      const pi = now[i]!;
+      if (pi === n) continue;
+      const segment = segments[pi]!;
+      const to = segment.kind === "globstar" ? (pi < n - 1 ? pi : -1) : segmentMatches(segment, part, budget) ? pi + 1 : -1;
+      if (to >= 0 && listedAt[to] !== si + 1) {
+        listedAt[to] = si + 1;
+        after.push(to);
+      }
     }
-    if (si >= parts.length || !segmentMatches(segment, parts[si]!)) return false;
-    return from(pi + 1, si + 1);
-  };
-  return from(0, 0);
+    const swap = now;
+    now = after;
+    after = swap;
+  }
 }
 
 const REGEX_SYNTAX = /[\\^$.*+?()[\]{}|/]/g;
@@ -238,6 +299,9 @@ const BRACKETS = /[[\]]/;
 
 const NOT_LITERAL = /[*?\\[\]!]/;
 
+/** Counts nothing: for callers that match a few paths outside an evaluation (the playground's queries, tests). */
+const UNMETERED = new MatchBudget(Number.POSITIVE_INFINITY);
+
 /** Matching for a pattern made only of literal segments: string comparisons, no segment walk. */
 function literalTest(literal: string, anchored: boolean, directoryOnly: boolean): (path: string) => boolean {
   const below = literal + "/";
@@ -275,7 +339,7 @@ export function compilePattern(source: string): PatternResult {
     test = literalTest(segments.map((segment) => (segment as { text: string }).text).join("/"), anchored, directoryOnly);
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
-    test = (path, parts) => matchSegments(full, directoryOnly, parts ?? path.split("/"));
+    test = (path, parts, budget = UNMETERED) => matchSegments(full, directoryOnly, parts ?? path.split("/"), budget);
   }
   return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), test } };
 }

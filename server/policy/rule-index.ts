@@ -2,6 +2,9 @@
 // patterns: a map by literal leading directories (up to PREFIX_DEPTH of them) for anchored patterns, maps by literal segment and by extension for
 // patterns that match at any depth, and a short list of everything else. Cost grows with the candidates of a path, not with
 // the number of rules (issue 3 item 6; the naive reverse scan is kept for the benchmark and the equivalence property test).
+// Each pattern is offered at most once per path (a path repeating a segment or an extension looks its bucket up once), and
+// every candidate costs a step of the caller's MatchBudget besides the steps its own test spends.
+import type { MatchBudget } from "./match-budget.ts";
 import type { CompiledPattern } from "./pattern.ts";
 
 /** Anchored patterns are filed under their first literal segments, at most this many (a flat map beats a trie to build). */
@@ -24,6 +27,16 @@ class Buckets {
   }
 }
 
+/** Paths with at most this many segments look for repeated segments by scanning instead of hashing. */
+const SHORT_PATH_SEGMENTS = 16;
+
+/** Adds `key` to `seen`; true when it was not there yet. */
+function firstSighting(seen: Set<string>, key: string): boolean {
+  if (seen.has(key)) return false;
+  seen.add(key);
+  return true;
+}
+
 /** The first PREFIX_DEPTH segments of a `/`-separated path. */
 function leadingDirectories(path: string): string {
   let end = -1;
@@ -40,6 +53,9 @@ export class PatternIndex {
   private readonly bySegment: Buckets;
   private readonly byExtension: Buckets;
   private readonly candidates: number[] = [];
+  private readonly extensions: string[] = [];
+  private readonly segmentsSeen = new Set<string>();
+  private readonly extensionsSeen = new Set<string>();
 
   constructor(private readonly patterns: readonly CompiledPattern[]) {
     const next = new Int32Array(patterns.length);
@@ -57,7 +73,7 @@ export class PatternIndex {
   }
 
   /** Position of the last pattern that matches `path`, or -1. */
-  lastMatch(path: string): number {
+  lastMatch(path: string, budget?: MatchBudget): number {
     const found = this.candidates;
     found.length = 0;
     for (const entry of this.always) found.push(entry);
@@ -67,22 +83,38 @@ export class PatternIndex {
       prefix = depth === 1 ? segments[0]! : `${prefix}/${segments[depth - 1]}`;
       this.byPrefix.collect(prefix, -1, found);
     }
-    for (const segment of segments) {
+    // Every pattern is filed under one key, so looking each key up once offers each pattern once. Short paths (nearly all)
+    // find a repeated segment by scanning the segments before it; long ones use sets, so a deep path costs linear time.
+    const short = segments.length <= SHORT_PATH_SEGMENTS;
+    const extensions = this.extensions;
+    extensions.length = 0;
+    if (!short) {
+      this.segmentsSeen.clear();
+      this.extensionsSeen.clear();
+    }
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i]!;
+      if (short ? segments.indexOf(segment) < i : !firstSighting(this.segmentsSeen, segment)) continue;
       this.bySegment.collect(segment, -1, found);
       const dot = segment.lastIndexOf(".");
-      if (dot >= 0) this.byExtension.collect(segment.slice(dot + 1), -1, found);
+      if (dot < 0) continue;
+      const extension = segment.slice(dot + 1);
+      if (short ? extensions.includes(extension) : !firstSighting(this.extensionsSeen, extension)) continue;
+      if (short) extensions.push(extension);
+      this.byExtension.collect(extension, -1, found);
     }
+    budget?.spend(found.length);
     // Newest first: the first match is the answer (last matching rule wins), so broad early rules such as `*` are rarely tested.
     if (found.length > 1) found.sort((a, b) => b - a);
     for (const position of found) {
-      if (this.patterns[position]!.test(path, segments)) return position;
+      if (this.patterns[position]!.test(path, segments, budget)) return position;
     }
     return -1;
   }
 
   /** Whether any pattern matches `path`. */
-  matchesAny(path: string): boolean {
-    return this.lastMatch(path) >= 0;
+  matchesAny(path: string, budget?: MatchBudget): boolean {
+    return this.lastMatch(path, budget) >= 0;
   }
 
   /** The reverse scan the index replaces: kept as the benchmark baseline and the reference in property tests. */
