@@ -2,6 +2,7 @@
 // Shared by evaluate() and planLookups() so the fetcher looks up exactly what the evaluation will read.
 import {
   MAX_CODEOWNERS_BYTES,
+  MAX_MATCH_STEPS,
   MAX_OPEN_PULL_REQUESTS,
   MAX_POLICY_FILE_BYTES,
   MAX_PULL_REQUEST_FILES,
@@ -9,6 +10,7 @@ import {
   MAX_REVIEWS,
 } from "../policy/bounds.ts";
 import { ownerKind, parseCodeowners, type ParsedCodeowners } from "../policy/codeowners.ts";
+import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
 import { nonDelegableSet, type NonDelegableSet } from "../policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../policy/pattern.ts";
 import {
@@ -26,7 +28,8 @@ import { CODEOWNERS_LOCATIONS, type EvaluationSettings, type Evidence, type File
 
 export interface Delegation {
   readonly app: string;
-  readonly paths: PatternIndex;
+  /** Whether one of the delegation's `paths` patterns matches the path (work spent from the evaluation's budget). */
+  covers(path: string): boolean;
   /** Lower-cased owners this delegation may stand in for; null for any owner. */
   readonly owners: ReadonlySet<string> | null;
   readonly requiredLabel: string | null;
@@ -124,23 +127,37 @@ function selectCodeowners(evidence: Evidence, reasons: Reason[]): { path: string
   return null;
 }
 
-function compileDelegations(policyDelegations: RepositoryPolicy["delegations"]): Delegation[] {
+/** The reason an evaluation fails closed when its path matching would need more than `budget.limit` steps. */
+export function matchingBudgetReason(budget: MatchBudget): Reason {
+  return {
+    code: "matching_budget_exceeded",
+    message: t`matching the changed paths against the code-owners, delegation and guardrail patterns needs more than ${budget.limit} steps; use fewer ${"**"} per pattern or fewer patterns that match at any depth`,
+    transient: false,
+  };
+}
+
+function compileDelegations(policyDelegations: RepositoryPolicy["delegations"], budget: MatchBudget): Delegation[] {
   return (policyDelegations ?? []).map((delegation) => {
     const patterns: CompiledPattern[] = [];
     for (const source of delegation.paths) {
       const compiled = compilePattern(source);
       if (compiled.ok) patterns.push(compiled.pattern);
     }
+    const index = new PatternIndex(patterns);
     return {
       app: delegation.app,
-      paths: new PatternIndex(patterns),
+      covers: (path: string) => index.matchesAny(path, budget),
       owners: delegation.owners === undefined ? null : new Set(delegation.owners.map((owner) => owner.toLowerCase())),
       requiredLabel: delegation.required_label ?? null,
     };
   });
 }
 
-export function analyze(evidence: Omit<Evidence, "directory">, settings: EvaluationSettings): AnalysisResult {
+/**
+ * `budget` bounds the path matching of the whole evaluation (MAX_MATCH_STEPS unless a test passes its own): the CODEOWNERS
+ * match here, and the delegation and non-delegable checks that the owner sets run later on the returned analysis.
+ */
+export function analyze(evidence: Omit<Evidence, "directory">, settings: EvaluationSettings, budget = new MatchBudget(MAX_MATCH_STEPS)): AnalysisResult {
   const reasons: Reason[] = [];
   const pr = evidence.pullRequest;
 
@@ -199,7 +216,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     enrolledAppSlugs: trustedApps.map((app) => app.slug),
     guardrails: organization?.guardrails?.non_delegable_paths ?? [],
     allowInsecureChanges: settings.allowInsecureChanges,
-  });
+  }, budget);
 
   // Shared head (DESIGN 3.2 rule 7).
   let sharedHeadWith: number[] = [];
@@ -251,26 +268,34 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   if (selected !== null) {
     // Owner-set key per rule line: owners deduplicated case-insensitively, sorted, so equal sets group together.
     const groupOfLine = new Map<number, { owners: string[]; paths: string[] }>();
-    for (const path of sortedPaths) {
-      const match = selected.parsed.match(path);
-      if (match === null || match.owners.length === 0) {
-        unownedPathCount++;
-        continue;
-      }
-      let group = groupOfLine.get(match.line);
-      if (group === undefined) {
-        const unique = new Map<string, string>();
-        for (const owner of match.owners) if (!unique.has(owner.toLowerCase())) unique.set(owner.toLowerCase(), owner);
-        const keys = [...unique.keys()].sort();
-        const key = keys.join(" ");
-        group = groupsByKey.get(key);
-        if (group === undefined) {
-          group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
-          groupsByKey.set(key, group);
+    try {
+      for (const path of sortedPaths) {
+        const match = selected.parsed.match(path, budget);
+        if (match === null || match.owners.length === 0) {
+          unownedPathCount++;
+          continue;
         }
-        groupOfLine.set(match.line, group);
+        let group = groupOfLine.get(match.line);
+        if (group === undefined) {
+          const unique = new Map<string, string>();
+          for (const owner of match.owners) if (!unique.has(owner.toLowerCase())) unique.set(owner.toLowerCase(), owner);
+          const keys = [...unique.keys()].sort();
+          const key = keys.join(" ");
+          group = groupsByKey.get(key);
+          if (group === undefined) {
+            group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
+            groupsByKey.set(key, group);
+          }
+          groupOfLine.set(match.line, group);
+        }
+        group.paths.push(path);
       }
-      group.paths.push(path);
+    } catch (error) {
+      if (!(error instanceof MatchBudgetExceeded)) throw error;
+      // No partial owner sets: the evaluation fails closed on this reason (DESIGN 3.6 "Outcomes": over a bound).
+      reasons.push(matchingBudgetReason(budget));
+      groupsByKey.clear();
+      unownedPathCount = 0;
     }
   } else unownedPathCount = sortedPaths.length;
   const groups = [...groupsByKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
@@ -307,7 +332,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     reasons,
     requiredApprovals,
     trustedApps,
-    delegations: compileDelegations(delegationsSource),
+    delegations: compileDelegations(delegationsSource, budget),
     nonDelegable,
     codeownersPath: selected?.path ?? null,
     groups,

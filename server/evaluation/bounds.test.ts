@@ -6,6 +6,7 @@ import {
   MAX_DELEGATION_PATTERNS,
   MAX_DELEGATIONS,
   MAX_GUARDRAIL_PATTERNS,
+  MAX_MATCH_STEPS,
   MAX_OPEN_PULL_REQUESTS,
   MAX_POLICY_FILE_BYTES,
   MAX_PULL_REQUEST_FILES,
@@ -16,10 +17,15 @@ import {
   MIN_REQUIRED_APPROVALS,
 } from "../policy/bounds.ts";
 import { parseCodeowners } from "../policy/codeowners.ts";
+import { MatchBudget } from "../policy/match-budget.ts";
+import { analyze } from "./analyze.ts";
 import { parseOrganizationPolicy, parseRepositoryPolicy } from "../policy/policy-files.ts";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "./evidence.ts";
-import { APP_SLUG, HEAD, USERS, approve, baseEvidence, review, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
+import {
+  APP_SLUG, BASE_ORGANIZATION_POLICY, BOT, HEAD, USERS, approve, baseEvidence, delegationPolicy, review, withCodeowners, withFiles, withOrganizationPolicy,
+  withRepositoryPolicy, withReviews,
+} from "./evidence-fixture.ts";
 
 const run = (evidence: Evidence) => evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
 const codes = (evidence: Evidence) => run(evidence).reasons.map((reason) => reason.code);
@@ -30,6 +36,7 @@ describe("bounds", () => {
     expect([MAX_POLICY_FILE_BYTES, MAX_CODEOWNERS_BYTES, MAX_PULL_REQUEST_FILES, MAX_REVIEWS, MAX_OPEN_PULL_REQUESTS]).toEqual([65_536, 3_000_000, 3_000, 1_000, 1_000]);
     expect([MAX_RESOLVED_OWNERS, MAX_TRUSTED_APPS, MAX_DELEGATIONS, MAX_GUARDRAIL_PATTERNS, MAX_CODEOWNERS_RULES]).toEqual([200, 50, 100, 500, 100_000]);
     expect([MIN_REQUIRED_APPROVALS, MAX_REQUIRED_APPROVALS]).toEqual([1, 10]);
+    expect(MAX_MATCH_STEPS).toBe(20_000_000);
   });
 
   test("a policy file of 64 KiB is read; one byte more is invalid", () => {
@@ -113,5 +120,55 @@ describe("bounds", () => {
   test("required_approvals is accepted from 1 to 10 only", () => {
     const policy = (n: number) => parseRepositoryPolicy(`schema_version = 1\nenabled = true\nrequired_approvals = ${n}\n`).kind;
     expect([policy(MIN_REQUIRED_APPROVALS - 1), policy(MIN_REQUIRED_APPROVALS), policy(MAX_REQUIRED_APPROVALS), policy(MAX_REQUIRED_APPROVALS + 1)]).toEqual(["invalid", "ok", "ok", "invalid"]);
+  });
+
+  describe("path matching work", () => {
+    const deep = (unit: string, repeat: number, file: string) => unit.repeat(repeat) + file;
+    const spent = (evidence: Evidence) => {
+      const probe = new MatchBudget(Number.POSITIVE_INFINITY);
+      const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, probe);
+      return { decision, steps: probe.used };
+    };
+
+    test("an evaluation whose matching fits its budget decides; one step less fails closed naming the bound", () => {
+      const files = [deep("src/test/", 200, "a.snap"), deep("src/test/", 200, "b.txt"), "src/test/c.snap"];
+      const evidence = withReviews(withFiles(withCodeowners(baseEvidence(), "* @bob\n/**/src/**/test/**/*.snap @alice\n"), files), approve(USERS.alice), approve(USERS.bob));
+      const { decision, steps } = spent(evidence);
+      expect(decision.conclusion).toBe("success");
+      expect(evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, new MatchBudget(steps)).conclusion).toBe("success");
+      const over = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, new MatchBudget(steps - 1));
+      expect(over).toMatchObject({ kind: "conclusive", conclusion: "failure", ownerSets: [], unownedPathCount: 0 });
+      expect(over.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
+    });
+
+    test("the delegation and guardrail checks spend from the same budget as the CODEOWNERS match", () => {
+      const files = [deep("docs/guide/", 150, "a.md"), deep("docs/guide/", 150, "b.md")];
+      const guardrails = BASE_ORGANIZATION_POLICY.replace('"/Makefile"', '"/**/docs/**/guide/**/deploy/**/*.yml"');
+      const evidence = withReviews(
+        withOrganizationPolicy(withRepositoryPolicy(withFiles(withCodeowners(baseEvidence(), "* @alice\n"), files), delegationPolicy(["/**/docs/**/guide/**/*.md"])), guardrails),
+        approve(BOT),
+      );
+      const { decision, steps } = spent(evidence);
+      expect(decision.conclusion).toBe("success");
+      expect(decision.ownerSets[0]!.counted).toEqual([{ reviewer: BOT.login, via: { kind: "app", app: APP_SLUG } }]);
+      const analysis = new MatchBudget(Number.POSITIVE_INFINITY);
+      analyze(evidence, DEFAULT_EVALUATION_SETTINGS, analysis);
+      expect(analysis.used).toBeLessThan(steps - 1); // so the last step is spent by the App delegation check
+      const over = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, new MatchBudget(steps - 1));
+      expect(over).toMatchObject({ kind: "conclusive", conclusion: "failure", ownerSets: [] });
+      expect(over.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
+    });
+
+    test("100 rules of five ** against 2,999 sixty-deep paths fail closed at MAX_MATCH_STEPS", () => {
+      const rules = Array.from({ length: 100 }, (_, i) => `/**/r${i}/**/src/**/test/**/lib/**/*.snap @alice`).join("\n");
+      const path = (i: number) => Array.from({ length: 60 }, (_, depth) => ["src", "test", "lib", `r${(i + depth) % 100}`][depth % 4]).join("/") + `/f${i}.txt`;
+      const files = Array.from({ length: MAX_PULL_REQUEST_FILES - 1 }, (_, i) => path(i));
+      const budget = new MatchBudget(MAX_MATCH_STEPS);
+      const decision = evaluate(withReviews(withFiles(withCodeowners(baseEvidence(), rules), files), approve(USERS.alice)), DEFAULT_EVALUATION_SETTINGS, budget);
+      expect(decision.conclusion).toBe("failure");
+      expect(decision.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
+      expect(budget.used).toBeGreaterThan(MAX_MATCH_STEPS);
+      expect(budget.used).toBeLessThan(MAX_MATCH_STEPS + 1_000);
+    });
   });
 });

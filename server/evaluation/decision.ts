@@ -54,6 +54,7 @@ export type ReasonCode =
   | "shared_head"
   | "same_head_incomplete"
   | "too_many_owners"
+  | "matching_budget_exceeded"
   | "directory_incomplete";
 
 /** A reason the decision cannot be success, independent of (or in addition to) the owner sets. */

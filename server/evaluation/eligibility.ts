@@ -129,7 +129,7 @@ export class Directory {
     let policy: Fact = YES;
     if (holding.length === 0) policy = no(t`no delegation to ${slug} applies to these owners (or its required label is absent)`);
     else {
-      const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.paths.matchesAny(path)));
+      const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.covers(path)));
       const guarded = group.paths.find((path) => input.nonDelegable.isNonDelegable(path));
       if (guarded !== undefined) policy = no(t`${guarded} is non-delegable`);
       else if (uncovered !== undefined) policy = no(t`${uncovered} is not covered by a delegation to ${slug}`);

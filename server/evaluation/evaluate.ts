@@ -1,9 +1,12 @@
 // evaluate(evidence, settings) → Decision: the whole approval decision, pure (DESIGN 2, 3.2, 3.6; STYLE 1-2).
 // Evidence is complete before this runs (or says where it is not); nothing here performs I/O or reads the clock.
-import { analyze } from "./analyze.ts";
+import { MAX_MATCH_STEPS } from "../policy/bounds.ts";
+import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
+import { analyze, matchingBudgetReason } from "./analyze.ts";
 import { t, type Decision, type OwnerSetResult, type ResultNode, type Text } from "./decision.ts";
 import { Directory } from "./eligibility.ts";
 import type { EvaluationSettings, Evidence } from "./evidence.ts";
+import type { FactGap } from "./facts.ts";
 import { evaluateOwnerSets } from "./owner-sets.ts";
 import { suggestReviewers } from "./suggest.ts";
 
@@ -22,7 +25,8 @@ function setNode(set: OwnerSetResult, index: number): ResultNode {
   return node(`owner set ${index + 1}: ${set.owners.join(" ")}`, status, description);
 }
 
-export function evaluate(evidence: Evidence, settings: EvaluationSettings): Decision {
+/** `budget`: the path-matching steps this evaluation may spend (MAX_MATCH_STEPS; tests pass their own to probe the bound). */
+export function evaluate(evidence: Evidence, settings: EvaluationSettings, budget = new MatchBudget(MAX_MATCH_STEPS)): Decision {
   const pr = evidence.pullRequest;
   const base = {
     checkName: settings.checkName,
@@ -30,7 +34,7 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings): Deci
     headSha: pr.headSha,
     insecureChangesAllowed: settings.allowInsecureChanges,
   };
-  const analysis = analyze(evidence, settings);
+  const analysis = analyze(evidence, settings, budget);
   if (analysis.kind === "not_enabled") {
     return {
       ...base,
@@ -62,7 +66,15 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings): Deci
 
   const directory = new Directory(evidence.directory, analysis.organizationOwned);
   const reasons = [...analysis.reasons];
-  const { sets: ownerSets, gaps } = evaluateOwnerSets(analysis, evidence, directory);
+  let ownerSets: OwnerSetResult[] = [];
+  let gaps: FactGap[] = [];
+  try {
+    ({ sets: ownerSets, gaps } = evaluateOwnerSets(analysis, evidence, directory));
+  } catch (error) {
+    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    // The delegation and guardrail checks ran out of the budget the CODEOWNERS match left: no partial owner sets.
+    reasons.push(matchingBudgetReason(budget));
+  }
   if (gaps.length > 0) {
     const transient = gaps.filter((gap) => gap.cause === "transient");
     const permanent = gaps.filter((gap) => gap.cause !== "transient");

@@ -6,6 +6,7 @@ import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
 import { approve, baseEvidence, HEAD, OLD_HEAD, review, USERS, withCodeowners, withFiles, withReviews } from "./evidence-fixture.ts";
 import { code, escapeHtml, escapeMarkdown, visible } from "./escape.ts";
 import { fitOutput, renderCheck, shortenPath } from "./render-check.ts";
+import { MatchBudget } from "../policy/match-budget.ts";
 
 /** The classes issue 16 names: every code point in them must come out escaped. */
 const INVISIBLE_CLASSES = /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]$/u;
@@ -87,6 +88,12 @@ describe("check output", () => {
     expect(output.text).toContain("<code>src/&lt;img src=x onerror=alert\\(1\\)&gt;\\\\u\\{202E\\}gnp\\.exe\\\\u\\{0007\\}</code>");
     expect(output.text).not.toContain("<img");
     expect(output.text).not.toContain("\u202E");
+  });
+  test("an evaluation over its matching budget names the bound in the title and the summary", () => {
+    const evidence = withCodeowners(withFiles(baseEvidence(), ["src/a/b/c.ts"]), "/**/src/**/*.ts @alice\n");
+    const output = renderCheck(evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, new MatchBudget(3)));
+    expect(output.title).toBe("Path matching exceeded its work bound");
+    expect(output.summary).toContain("needs more than <code>3</code> steps");
   });
   test("a not-enabled decision renders without owner sets", () => {
     const output = render({ ...baseEvidence(), repositoryPolicy: { kind: "missing" } });

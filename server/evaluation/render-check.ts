@@ -30,6 +30,7 @@ const REASON_TITLES: Record<ReasonCode, string> = {
   shared_head: "Head commit is shared with another open pull request",
   same_head_incomplete: "Open pull requests on this head could not be listed",
   too_many_owners: "Too many distinct owners",
+  matching_budget_exceeded: "Path matching exceeded its work bound",
   directory_incomplete: "Owner eligibility could not be established",
 };
 

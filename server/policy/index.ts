@@ -1,6 +1,7 @@
 // Public surface of the pure policy layer (browser-safe: no Bun, Node, database, forge or clock imports).
 export * from "./bounds.ts";
 export { parseCodeowners, ownerKind, type CodeownersError, type CodeownersMatch, type CodeownersRule, type OwnerKind, type ParsedCodeowners } from "./codeowners.ts";
+export { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 export { compilePattern, literalPathPattern, type CompiledPattern, type PatternResult } from "./pattern.ts";
 export { nonDelegableSet, builtInNonDelegablePatterns, CODEOWNERS_PATHS, BUILT_IN_NON_DELEGABLE_PATTERNS, type NonDelegableSet } from "./non-delegable.ts";
 export {

@@ -2,6 +2,7 @@
 // Built-in part: the three code-owners locations, the effective policy path, `/<slug>.toml` of every enrolled App (DESIGN 3.6:
 // every enrolled App, not only those that reviewed), `.forge/workflows/**`, `.forge/actions/**`.
 // Organization part: `guardrails.non_delegable_paths`. SERVICE_ALLOW_INSECURE_CHANGES removes only the built-in part.
+import type { MatchBudget } from "./match-budget.ts";
 import { compilePattern, literalPathPattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
 
@@ -33,7 +34,8 @@ export function builtInNonDelegablePatterns(policyPath: string, enrolledAppSlugs
   return patterns;
 }
 
-export function nonDelegableSet(input: NonDelegableInput): NonDelegableSet {
+/** The set in force; its matching work is spent from `budget` when one is given (the evaluation's, see analyze.ts). */
+export function nonDelegableSet(input: NonDelegableInput, budget?: MatchBudget): NonDelegableSet {
   const patterns: CompiledPattern[] = input.allowInsecureChanges ? [] : builtInNonDelegablePatterns(input.policyPath, input.enrolledAppSlugs);
   for (const source of input.guardrails) {
     const compiled = compilePattern(source);
@@ -44,6 +46,6 @@ export function nonDelegableSet(input: NonDelegableInput): NonDelegableSet {
   const everything = patterns.some((pattern) => pattern.source === "/");
   return {
     sources: patterns.map((pattern) => pattern.source),
-    isNonDelegable: (path) => everything || index.matchesAny(path),
+    isNonDelegable: (path) => everything || index.matchesAny(path, budget),
   };
 }
