@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { THREAD_ENTRY_POINTS } from "../server/threads.ts";
 
 const root = join(import.meta.dir, "..");
 const outfileFlag = process.argv.indexOf("--outfile");
@@ -32,7 +33,8 @@ if (existsSync(join(root, "web", "vite.config.ts"))) {
 
 mkdirSync(join(root, "dist"), { recursive: true });
 run([
-  process.execPath, "build", "--compile", "server/main.ts",
+  // Thread entry points are bundled beside the main one (server/threads.ts says how they are found at run time).
+  process.execPath, "build", "--compile", "server/main.ts", ...THREAD_ENTRY_POINTS,
   "--outfile", outfile,
   "--minify-whitespace", "--minify-syntax", "--sourcemap",
   "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",

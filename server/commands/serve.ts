@@ -6,6 +6,7 @@ import type { HealthSources } from "../http/health.ts";
 import { createBodyBudget, type WebhookDeps } from "../ingress/index.ts";
 import type { CheckTransition } from "../worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../worker/worker.ts";
+import { type Evaluator, threadEvaluator } from "../worker/evaluator.ts";
 import { createReconciler, type Reconciler } from "../reconciler/index.ts";
 import { hostname } from "node:os";
 import type { Logger } from "../observability/logger.ts";
@@ -56,11 +57,14 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
 
   const now = () => Date.now();
   let worker: Worker | null = null;
+  let evaluator: Evaluator | null = null;
   if (forge && config.workerEnabled) {
+    const settings = { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges, organizationPolicyRepository: config.organizationPolicyRepository };
+    // The decision core runs on evaluation threads: no decision can stall ingress, probes or lease renewal (issue 16 item 2).
+    evaluator = threadEvaluator(settings, { log });
     worker = createWorker(
       {
-        store, forge, metrics, log, now,
-        settings: { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges, organizationPolicyRepository: config.organizationPolicyRepository },
+        store, forge, metrics, log, now, settings, evaluator,
         workerId: `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`,
         guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
         resetTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
@@ -107,6 +111,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
       await server.stop();
       await reconciler?.stop();
       await worker?.stop();
+      await evaluator?.close();
       await probe?.stop();
       await store.close();
       log.info("stopped");

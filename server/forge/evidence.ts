@@ -17,8 +17,11 @@ import { getPullRequest, listOpenPullRequests, type PullRequestDetails } from ".
 import type { CallOptions, Transport } from "./transport.ts";
 import { int, object, optStr, str, type Json } from "./validate.ts";
 
-/** The decision core's planLookups bound to the process settings: `(e) => planLookups(e, settings)`. */
-export type PlanLookups = (evidence: Omit<Evidence, "directory">) => LookupPlan;
+/**
+ * The decision core's planLookups bound to the process settings: `(e) => planLookups(e, settings)`, or its run on an
+ * evaluation thread (server/worker/evaluator.ts), which answers asynchronously.
+ */
+export type PlanLookups = (evidence: Omit<Evidence, "directory">) => LookupPlan | Promise<LookupPlan>;
 export type { LookupPlan };
 
 export interface EvidenceRequest {
@@ -85,7 +88,7 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
     },
     files: plain(files), reviews: plain(reviews), codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: plain(sameHead),
   };
-  const plan = options.planLookups(partial);
+  const plan = await options.planLookups(partial);
   const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", plan, options.concurrency ?? DEFAULT_CONCURRENCY, call);
   return {
     kind: "gathered", evidence: { ...partial, directory: dir }, pullRequest: pr,

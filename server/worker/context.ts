@@ -3,12 +3,15 @@ import type { EvaluationSettings } from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { JobRow, RepositoryRef, Store } from "../store/index.ts";
+import type { Evaluator } from "./evaluator.ts";
 
 /** What every job handler gets: the store, the forge client, settings, metrics, a clock and the job's abort signal. */
 export type WorkerContext = {
   readonly store: Store;
   readonly forge: ForgeClient;
   readonly settings: EvaluationSettings & { readonly organizationPolicyRepository: string };
+  /** Runs the decision core: `serve` passes evaluation threads; without one it runs on the event loop (tests). */
+  readonly evaluator?: Evaluator;
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly now: () => number;

@@ -1,8 +1,9 @@
-import { evaluate, plain, planLookups, renderCheck } from "../../evaluation/index.ts";
+import { plain } from "../../evaluation/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
+import { inlineEvaluator } from "../evaluator.ts";
 import { publishCompleted } from "../publish.ts";
 
 /**
@@ -11,6 +12,7 @@ import { publishCompleted } from "../publish.ts";
  */
 export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
+  const evaluator = ctx.evaluator ?? inlineEvaluator(ctx.settings);
   const pullNumber = row.pull_number!;
   const rowHead = row.head_sha!;
   const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
@@ -20,7 +22,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const started = performance.now();
   const gathered = await ctx.forge.gatherEvidence(
     { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
-    { planLookups: (evidence) => planLookups(evidence, ctx.settings), signal },
+    { planLookups: (evidence) => evaluator.plan(evidence, signal), signal },
   );
   if (gathered.kind === "unavailable") {
     if (gathered.error.kind === "not_found") return { kind: "done", note: "pull request not visible" };
@@ -36,7 +38,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     return { kind: "done", note: "head moved; live head queued" };
   }
 
-  const decision = evaluate(evidence, ctx.settings);
+  const { decision, output: checkOutput } = await evaluator.decide(evidence, signal);
   ctx.metrics.evaluationSeconds.observe((performance.now() - started) / 1000);
   const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: rowHead, repositoryId: repository.repositoryId, pullNumber };
 
@@ -70,7 +72,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     await audit(ctx, row, rowHead, "shared_head");
     return { kind: "done", note: "shared head left in progress" };
   }
-  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, renderCheck(decision), signal);
+  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal);
   return { kind: "done", note: result };
 }
 

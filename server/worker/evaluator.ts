@@ -1,0 +1,182 @@
+import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import { EVALUATION_THREAD_URL } from "../threads.ts";
+import { RetryLater } from "./errors.ts";
+
+/**
+ * Where the pure decision core runs for the worker (issue 16 item 2). `serve` uses threadEvaluator(): planLookups(),
+ * evaluate() and renderCheck() run on evaluation threads, so however long one decision takes, the event loop keeps answering
+ * webhooks and health probes and keeps renewing leases. The work of one evaluation is bounded by MAX_MATCH_STEPS (a
+ * deterministic bound: over it the decision is a permanent failure); each thread request is also bounded in wall time as a
+ * backstop for anything else (EVALUATION_TIMEOUT_MS).
+ *
+ * A request over its time bound terminates its thread (a new one starts for the next request) and the job is retried
+ * (RetryLater "evaluation_timeout"), never published as failure: wall time depends on the host's load as well as on the
+ * input, and a conclusion must depend on the evidence only. The check meanwhile stays in_progress, so nothing merges on it.
+ */
+export type Evaluator = {
+  /** The directory facts the evaluation will read (planLookups). */
+  plan(evidence: Omit<Evidence, "directory">, signal?: AbortSignal): Promise<LookupPlan>;
+  /** The decision and its check-run output. */
+  decide(evidence: Evidence, signal?: AbortSignal): Promise<{ decision: Decision; output: CheckOutput }>;
+  /** Stops every thread; requests still waiting are rejected. */
+  close(): Promise<void>;
+};
+
+/** Wall-time bound of one thread request. The heaviest benchmarked decision takes about a second on the 2-core machine. */
+export const EVALUATION_TIMEOUT_MS = 15_000;
+
+/**
+ * Evaluation threads per process: decisions are CPU-bound and short, so two keep one slow decision from delaying every other
+ * while a 2-core host keeps a core for the event loop. More requests wait in order; their time bound starts on a thread.
+ */
+export const EVALUATION_THREADS = 2;
+
+export type ThreadRequest =
+  | { readonly id: number; readonly kind: "plan"; readonly evidence: Omit<Evidence, "directory">; readonly settings: EvaluationSettings }
+  | { readonly id: number; readonly kind: "decide"; readonly evidence: Evidence; readonly settings: EvaluationSettings };
+
+export type ThreadReply =
+  | { readonly id: number; readonly ok: true; readonly kind: "plan"; readonly plan: LookupPlan }
+  | { readonly id: number; readonly ok: true; readonly kind: "decide"; readonly decision: Decision; readonly output: CheckOutput }
+  | { readonly id: number; readonly ok: false; readonly error: string };
+
+/** On the calling thread: for tests and one-shot commands, where nothing else waits on the event loop. */
+export function inlineEvaluator(settings: EvaluationSettings): Evaluator {
+  return {
+    plan: async (evidence) => planLookups(evidence, settings),
+    async decide(evidence) {
+      const decision = evaluate(evidence, settings);
+      return { decision, output: renderCheck(decision) };
+    },
+    close: async () => {},
+  };
+}
+
+export type ThreadEvaluatorOptions = {
+  readonly log: Logger;
+  readonly threads?: number;
+  readonly timeoutMs?: number;
+  /** The thread's entry point (tests substitute a slow one). */
+  readonly url?: URL;
+};
+
+type Waiting = {
+  readonly message: ThreadRequest;
+  readonly signal: AbortSignal | undefined;
+  resolve(reply: ThreadReply & { ok: true }): void;
+  reject(error: unknown): void;
+};
+
+export function threadEvaluator(settings: EvaluationSettings, options: ThreadEvaluatorOptions): Evaluator {
+  const { log, threads = EVALUATION_THREADS, timeoutMs = EVALUATION_TIMEOUT_MS, url = EVALUATION_THREAD_URL } = options;
+  const idle: Worker[] = [];
+  const all = new Set<Worker>();
+  const queue: Waiting[] = [];
+  const inFlight = new Set<(error: unknown) => void>();
+  let nextId = 1;
+  let closed = false;
+
+  function retire(thread: Worker) {
+    all.delete(thread);
+    thread.terminate();
+  }
+
+  function pump() {
+    while (!closed && queue.length > 0 && (idle.length > 0 || all.size < threads)) {
+      const waiting = queue.shift()!;
+      let thread = idle.pop();
+      if (thread === undefined) {
+        // Unreferenced: an idle thread never keeps the process alive (a request in flight holds its timer).
+        thread = new Worker(url, { ref: false });
+        all.add(thread);
+      }
+      run(thread, waiting);
+    }
+  }
+
+  function run(thread: Worker, waiting: Waiting) {
+    const started = performance.now();
+    const finish = (keep: boolean) => {
+      clearTimeout(timer);
+      inFlight.delete(cancel);
+      thread.onmessage = null;
+      thread.onerror = null;
+      waiting.signal?.removeEventListener("abort", onAbort);
+      if (keep && !closed) idle.push(thread);
+      else retire(thread);
+      pump();
+    };
+    // Abandoned (aborted, over its time bound, failed, or the evaluator closed): the thread is stopped mid-work.
+    const cancel = (error: unknown) => {
+      finish(false);
+      waiting.reject(error);
+    };
+    const onAbort = () => cancel(waiting.signal!.reason);
+    const timer = setTimeout(() => {
+      log.warn({ kind: waiting.message.kind, timeout_ms: timeoutMs }, "an evaluation ran past its time bound; its thread was stopped and the job will be retried");
+      cancel(new RetryLater("evaluation_timeout"));
+    }, timeoutMs);
+    thread.onmessage = (event: MessageEvent<ThreadReply>) => {
+      const reply = event.data;
+      if (reply.id !== waiting.message.id) return;
+      finish(true);
+      log.debug({ kind: reply.ok ? reply.kind : waiting.message.kind, ms: Math.round(performance.now() - started) }, "evaluation thread answered");
+      if (reply.ok) waiting.resolve(reply);
+      else waiting.reject(Object.assign(new Error("the decision core failed on an evaluation thread"), { name: reply.error }));
+    };
+    thread.onerror = (event: ErrorEvent) => {
+      event.preventDefault();
+      log.error({ kind: waiting.message.kind }, "an evaluation thread failed; the job will be retried");
+      cancel(new RetryLater("evaluation_thread_failed"));
+    };
+    inFlight.add(cancel);
+    waiting.signal?.addEventListener("abort", onAbort, { once: true });
+    thread.postMessage(waiting.message);
+  }
+
+  function request(message: ThreadRequest, signal: AbortSignal | undefined): Promise<ThreadReply & { ok: true }> {
+    return new Promise((resolve, reject) => {
+      if (closed) return reject(new Error("the evaluator is closed"));
+      if (signal?.aborted) return reject(signal.reason);
+      // Aborted while it waits for a thread: leave the queue (on a thread, run() handles the abort).
+      const dropWhileQueued = () => {
+        const index = queue.indexOf(waiting);
+        if (index < 0) return;
+        queue.splice(index, 1);
+        reject(signal!.reason);
+      };
+      const settled = () => signal?.removeEventListener("abort", dropWhileQueued);
+      const waiting: Waiting = {
+        message,
+        signal,
+        resolve: (reply) => (settled(), resolve(reply)),
+        reject: (error) => (settled(), reject(error)),
+      };
+      signal?.addEventListener("abort", dropWhileQueued, { once: true });
+      queue.push(waiting);
+      pump();
+    });
+  }
+
+  return {
+    async plan(evidence, signal) {
+      const reply = await request({ id: nextId++, kind: "plan", evidence, settings }, signal);
+      if (reply.kind !== "plan") throw new Error("an evaluation thread answered the wrong request");
+      return reply.plan;
+    },
+    async decide(evidence, signal) {
+      const reply = await request({ id: nextId++, kind: "decide", evidence, settings }, signal);
+      if (reply.kind !== "decide") throw new Error("an evaluation thread answered the wrong request");
+      return { decision: reply.decision, output: reply.output };
+    },
+    async close() {
+      closed = true;
+      const error = new Error("the evaluator is closed");
+      for (const waiting of queue.splice(0)) waiting.reject(error);
+      for (const cancel of [...inFlight]) cancel(error);
+      for (const thread of [...all]) retire(thread);
+      idle.length = 0;
+    },
+  };
+}
