@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fiveStarRule, sixtyDeepPath } from "../server/evaluation/evidence-fixture.ts";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "./forge/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
 import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
@@ -13,9 +14,7 @@ import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
  * the number of health probes answered inside the evaluations' windows (from the service's own debug log), not a timing.
  */
 const WEBHOOK_SECRET = "evaluation-thread-webhook-secret-0123456789";
-const RULES = ["* @acme/core", ...Array.from({ length: 100 }, (_, i) => `/**/r${i}/**/src/**/test/**/lib/**/*.snap @bob`)].join("\n") + "\n";
-/** Sixty directories deep, each path a candidate for all 100 rules, none matching: about 16,000 matching steps a path. */
-const deepPath = (i: number) => Array.from({ length: 60 }, (_, depth) => ["src", "test", "lib", `r${(i + depth) % 100}`][depth % 4]).join("/") + `/f${i}.txt`;
+const RULES = ["* @acme/core", ...Array.from({ length: 100 }, (_, i) => `${fiveStarRule(i)} @bob`)].join("\n") + "\n";
 
 let dir: string;
 beforeAll(() => {
@@ -69,7 +68,8 @@ describe("compiled binary evaluation threads", () => {
         await Bun.sleep(5);
       }
     })();
-    const files = Object.fromEntries(Array.from({ length: 1_500 }, (_, i) => [deepPath(i), "x\n"]));
+    // 600 paths none of the rules owns: about 34,000,000 matching steps, well past MAX_MATCH_STEPS.
+    const files = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [sixtyDeepPath(`f${i}.txt`), "x\n"]));
     const { sha } = await sim.control.pushToPullRequest({ ...pr, files });
     const check = () => (sim!.control.checkRuns({ owner: pr.owner, repo: pr.repo, headSha: sha }) as Array<{ status: string; conclusion: string | null; output: { title: string | null } }>)[0];
     const deadline = Date.now() + 90_000;

@@ -17,7 +17,7 @@ import { compilePattern } from "../../server/policy/pattern.ts";
 import { backtrackingMatcher, DeadlineExceeded } from "./backtracking-baseline.ts";
 import { evaluate } from "../../server/evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "../../server/evaluation/evidence.ts";
-import { approve, baseEvidence, found, USERS, withFiles, withReviews } from "../../server/evaluation/evidence-fixture.ts";
+import { approve, baseEvidence, fiveStarRule, found, sixtyDeepPath as sixtyDeep, USERS, withFiles, withReviews } from "../../server/evaluation/evidence-fixture.ts";
 
 const RUNS = 15;
 const WARMUP = 3;
@@ -164,10 +164,6 @@ const worst = time(() => evaluate(worstCase, settings), 5, 1);
 const BASELINE_DEADLINE_MS = 2_000;
 /** `repeat` copies of `unit` over one file: a deep path where every `**` has many places to resume. */
 const deepPath = (unit: string, repeat: number, file: string) => unit.repeat(repeat) + file;
-/** Sixty directories of `src/test/lib/main`, so that every `**` of the rules below can resume almost anywhere. */
-const sixtyDeep = (file: string) => "src/test/lib/main/".repeat(15) + file;
-/** Rule i: five `**`, filed in the index under `test`, so it is a candidate for every sixty-deep path; owns `*.r<i>`. */
-const fiveStarRule = (i: number) => `/**/src/**/test/**/lib/**/main/**/*.r${i}`;
 
 type Case = { readonly rules: readonly string[]; readonly paths: readonly string[] };
 const CASES: Record<string, Case> = {

@@ -23,8 +23,8 @@ import { parseOrganizationPolicy, parseRepositoryPolicy } from "../policy/policy
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "./evidence.ts";
 import {
-  APP_SLUG, BASE_ORGANIZATION_POLICY, BOT, HEAD, USERS, approve, baseEvidence, delegationPolicy, review, withCodeowners, withFiles, withOrganizationPolicy,
-  withRepositoryPolicy, withReviews,
+  APP_SLUG, BASE_ORGANIZATION_POLICY, BOT, HEAD, USERS, approve, baseEvidence, delegationPolicy, fiveStarRule, review, sixtyDeepPath, withCodeowners, withFiles,
+  withOrganizationPolicy, withRepositoryPolicy, withReviews,
 } from "./evidence-fixture.ts";
 
 const run = (evidence: Evidence) => evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
@@ -160,9 +160,8 @@ describe("bounds", () => {
     });
 
     test("100 rules of five ** against 2,999 sixty-deep paths fail closed at MAX_MATCH_STEPS", () => {
-      const rules = Array.from({ length: 100 }, (_, i) => `/**/r${i}/**/src/**/test/**/lib/**/*.snap @alice`).join("\n");
-      const path = (i: number) => Array.from({ length: 60 }, (_, depth) => ["src", "test", "lib", `r${(i + depth) % 100}`][depth % 4]).join("/") + `/f${i}.txt`;
-      const files = Array.from({ length: MAX_PULL_REQUEST_FILES - 1 }, (_, i) => path(i));
+      const rules = Array.from({ length: 100 }, (_, i) => `${fiveStarRule(i)} @alice`).join("\n");
+      const files = Array.from({ length: MAX_PULL_REQUEST_FILES - 1 }, (_, i) => sixtyDeepPath(`f${i}.txt`));
       const budget = new MatchBudget(MAX_MATCH_STEPS);
       const decision = evaluate(withReviews(withFiles(withCodeowners(baseEvidence(), rules), files), approve(USERS.alice)), DEFAULT_EVALUATION_SETTINGS, budget);
       expect(decision.conclusion).toBe("failure");

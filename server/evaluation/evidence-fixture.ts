@@ -133,6 +133,14 @@ export const withOrganizationPolicy = (evidence: Evidence, text: string): Eviden
   organizationPolicy: found(".forge/service-policy.toml", text),
 });
 
+/**
+ * Adversarial path matching (issue 16 item 2): rule `i` has five `**`, is filed in the rule index under `test` (so it is a
+ * candidate for every path below) and owns `*.r<i>`; a path is sixty directories of `src/test/lib/main`, where each `**` can
+ * resume almost anywhere. 100 such rules cost about 57,000 matching steps per path that none of them owns.
+ */
+export const fiveStarRule = (i: number): string => `/**/src/**/test/**/lib/**/main/**/*.r${i}`;
+export const sixtyDeepPath = (file: string): string => "src/test/lib/main/".repeat(15) + file;
+
 /** Repository policy delegating `paths` to the fixture App. */
 export function delegationPolicy(paths: readonly string[], extra = "", requiredApprovals = 1): string {
   return `schema_version = 1

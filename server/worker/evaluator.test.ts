@@ -7,7 +7,7 @@ import { MatchBudget } from "../policy/match-budget.ts";
 import { evaluate } from "../evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "../evaluation/evidence.ts";
 import { renderCheck } from "../evaluation/render-check.ts";
-import { approve, baseEvidence, USERS, withCodeowners, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
+import { approve, baseEvidence, fiveStarRule, sixtyDeepPath, USERS, withCodeowners, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
 import { RetryLater } from "./errors.ts";
 import { type Evaluator, inlineEvaluator, threadEvaluator } from "./evaluator.ts";
 
@@ -17,9 +17,8 @@ const STUCK = new URL("./stuck-thread-fixture.ts", import.meta.url);
 
 /** 100 rules of five ** and 2,999 sixty-deep paths: the decision runs until it spends MAX_MATCH_STEPS. */
 function heavyEvidence(): Evidence {
-  const rules = ["* @alice", ...Array.from({ length: 100 }, (_, i) => `/**/r${i}/**/src/**/test/**/lib/**/*.snap @bob`)].join("\n");
-  const path = (i: number) => Array.from({ length: 60 }, (_, depth) => ["src", "test", "lib", `r${(i + depth) % 100}`][depth % 4]).join("/") + `/f${i}.txt`;
-  const files = Array.from({ length: 2_999 }, (_, i) => path(i));
+  const rules = ["* @alice", ...Array.from({ length: 100 }, (_, i) => `${fiveStarRule(i)} @bob`)].join("\n");
+  const files = Array.from({ length: 2_999 }, (_, i) => sixtyDeepPath(`f${i}.txt`));
   return withReviews(withFiles(withCodeowners(baseEvidence(), rules), files), approve(USERS.alice));
 }
 
