@@ -15,7 +15,14 @@ import { LeaseLost, RetryLater } from "./errors.ts";
  */
 export type Captured = { readonly shared: number; readonly evaluation: number };
 
-export type PublishResult = "published" | "superseded";
+/**
+ * `superseded`: a newer evaluation of the same pull request is queued (its E moved), so this one ends. `fenced`: the head or
+ * the installation moved (S, I, A, a pending fan-out) but nothing newer is queued for this pull request itself: the work it
+ * stands for is not done (a closed pull request, which no invalidation or fan-out re-queues, would keep a check in progress).
+ */
+export type PublishResult = "published" | "superseded" | "fenced";
+
+const unpublished = (f: Fences, captured: Captured): PublishResult => (f.evaluation !== captured.evaluation ? "superseded" : "fenced");
 
 export function publishable(f: Fences, captured: Captured, row: JobRow): boolean {
   return f.shared === captured.shared && f.invalidated === f.shared && f.evaluation === captured.evaluation && f.authorityEpoch === row.authority_epoch && !f.fanoutPending && f.leaseHeld;
@@ -41,7 +48,7 @@ export async function publishCompleted(
   try {
     const before = await fences();
     if (!before.leaseHeld) throw new LeaseLost();
-    if (!publishable(before, captured, row)) return "superseded";
+    if (!publishable(before, captured, row)) return unpublished(before, captured);
     try {
       signal.throwIfAborted();
       check = await ctx.forge.findManagedCheck(target, { signal });
@@ -63,7 +70,7 @@ export async function publishCompleted(
     if (!publishable(after, captured, row)) {
       await shieldedReset(ctx, target, check);
       if (!after.leaseHeld) throw new LeaseLost();
-      return "superseded";
+      return unpublished(after, captured);
     }
     ctx.metrics.evaluations.inc({ conclusion });
     await ctx.store.execute(() =>

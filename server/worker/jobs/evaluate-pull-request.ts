@@ -73,6 +73,12 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     return { kind: "done", note: "shared head left in progress" };
   }
   const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal);
+  if (result === "fenced") {
+    // Outside the guards (a worker holding them writes no rows: store.ts lock order): a fresh generation at the current
+    // authority epoch, then a retry after backoff, by when the head's invalidation or the fan-out has finished.
+    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now()));
+    throw new RetryLater("publication_fenced");
+  }
   return { kind: "done", note: result };
 }
 
