@@ -8,14 +8,21 @@ import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
 import { FaultTable, type Fault } from "./faults.ts";
 import { verifyAppJwt } from "./jwt.ts";
 import { ForgeState } from "./model.ts";
+import { PrimaryRateLimits } from "./rate-limits.ts";
 import { HttpFail, ROUTES, type Auth, type Ctx, type Result, type Route, type TokenRequest } from "./rest.ts";
 
-export interface ForgeSimulatorOptions { port?: number; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number }
+export interface ForgeSimulatorOptions {
+  port?: number; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number;
+  /** The clock of the primary rate limits (rate-limits.ts); wall-clock time when absent. */
+  rateLimitClock?: () => number;
+}
 
 export interface ForgeSimulator {
   url: string;
   control: SimulatorControl;
   faults: FaultTable;
+  /** Primary rate limits for the installations a test gives one (rate-limits.ts). */
+  rateLimits: PrimaryRateLimits;
   requests: RequestRecord[];
   tokenRequests: TokenRequest[];
   injectFault(fault: Fault): number;
@@ -49,6 +56,7 @@ export function matchRoute(method: string, pathname: string): { route: Route; pa
 export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeSimulator {
   const state = new ForgeState();
   const faults = new FaultTable();
+  const rateLimits = new PrimaryRateLimits(options.rateLimitClock);
   const requests: RequestRecord[] = [];
   const tokenRequests: TokenRequest[] = [];
   let base = "";
@@ -89,13 +97,15 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
       return respond(record, { status: fault.status ?? 403, body: { message: "API rate limit exceeded", documentation_url: "https://docs.github.com/rest/rate-limit" }, headers });
     }
     let result: Result;
+    const charged: { installationId?: number } = {};
     try {
-      result = await route(req, url, record);
+      result = await route(req, url, record, charged);
     } catch (error) {
       if (error instanceof HttpFail) result = { status: error.status, body: { message: error.message, status: String(error.status) } };
       else throw error;
     }
     const response = respond(record, result, req.headers.get("if-none-match"));
+    if (charged.installationId !== undefined) rateLimits.charge(charged.installationId, response);
     if (fault?.kind === "truncate") {
       const text = await response.text();
       return new Response(text.slice(0, Math.floor(text.length / 2)), { status: response.status, headers: response.headers });
@@ -103,11 +113,16 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     return response;
   }
 
-  async function route(req: Request, url: URL, record: RequestRecord): Promise<Result> {
+  async function route(req: Request, url: URL, record: RequestRecord, charged: { installationId?: number }): Promise<Result> {
     const match = matchRoute(req.method, url.pathname);
     if (!match) throw new HttpFail(404, "Not Found");
     const auth = authenticate(req, match.route);
     record.auth = auth.kind;
+    if (auth.kind === "token") {
+      charged.installationId = auth.installation.id;
+      const refusal = rateLimits.refusal(auth.installation.id);
+      if (refusal) return refusal;
+    }
     if (match.route.permission && auth.kind === "token") {
       const [name, level] = match.route.permission;
       if ((LEVEL[auth.token.permissions[name] ?? ""] ?? 0) < LEVEL[level]!) throw new HttpFail(403, "Resource not accessible by integration");
@@ -176,7 +191,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   }
 
   return {
-    url: base, control, faults, requests, tokenRequests,
+    url: base, control, faults, rateLimits, requests, tokenRequests,
     injectFault: (fault) => faults.add(fault),
     async stop() {
       await server.stop(true);

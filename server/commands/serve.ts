@@ -1,7 +1,7 @@
 import type { Config } from "../config/index.ts";
 import { describeConfig } from "../config/index.ts";
 import { createApp } from "../http/app.ts";
-import { createForgeClient, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
+import { createForgeClient, createGovernor, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
 import { createBodyBudget, type WebhookDeps } from "../ingress/index.ts";
 import type { CheckTransition } from "../worker/context.ts";
@@ -48,7 +48,9 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   let forge: ForgeClient | null = null;
   let probe: IdentityProbe | null = null;
   if (config.forge.appId !== null && config.forge.privateKey !== null) {
-    forge = createForgeClient({ apiUrl: config.forge.apiUrl, appId: config.forge.appId, privateKey: config.forge.privateKey, requestTimeoutMs: FORGE_REQUEST_TIMEOUT_MS, checkName: config.checkName, logger: log });
+    const governor = createGovernor({ ...config.forge.requestBudget, onRequest: (kind, outcome) => metrics.forgeRequests.inc({ kind, outcome }) });
+    metrics.setForgeBudgetSource(() => governor.lowestRemaining());
+    forge = createForgeClient({ apiUrl: config.forge.apiUrl, appId: config.forge.appId, privateKey: config.forge.privateKey, requestTimeoutMs: FORGE_REQUEST_TIMEOUT_MS, checkName: config.checkName, logger: log, governor });
     probe = createIdentityProbe({ client: forge, appId: config.forge.appId, intervalMs: config.forge.identityProbeIntervalSeconds * 1000, freshnessMs: config.forge.identityFreshnessSeconds * 1000, logger: log });
     probe.start();
   } else {

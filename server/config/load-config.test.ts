@@ -61,6 +61,7 @@ describe("defaults outside production", () => {
     expect(config.reconcileIntervalSeconds).toBe(300);
     expect(config.forge.identityProbeIntervalSeconds).toBe(30);
     expect(config.forge.identityFreshnessSeconds).toBe(90);
+    expect(config.forge.requestBudget).toEqual({ pointsPerMinute: 600, writesPerMinute: 60, concurrentRequests: 20, rateLimitReserve: 250 });
     expect(config.allowInsecureChanges).toBe(false);
     expect(config.setup.enabled).toBe(false);
     expect(config.playgroundEnabled).toBe(true);
@@ -214,6 +215,22 @@ describe("other settings", () => {
   test("the worker lease is bounded to 3..600 seconds", () => {
     expect(rejection({ SERVICE_WORKER_LEASE_SECONDS: "2" }).message).toMatch(/3 to 600/);
     expect(loadConfig({ SERVICE_WORKER_LEASE_SECONDS: "5" }, io).workerLeaseSeconds).toBe(5);
+  });
+  test("the forge request budgets are bounded: room for one write a minute, at most the forge's 100 concurrent requests", () => {
+    const ranges: Array<[string, keyof ReturnType<typeof loadConfig>["forge"]["requestBudget"], number, number]> = [
+      ["SERVICE_FORGE_POINTS_PER_MINUTE", "pointsPerMinute", 10, 1_000_000],
+      ["SERVICE_FORGE_WRITES_PER_MINUTE", "writesPerMinute", 1, 100_000],
+      ["SERVICE_FORGE_CONCURRENT_REQUESTS", "concurrentRequests", 1, 100],
+      ["SERVICE_FORGE_RATE_LIMIT_RESERVE", "rateLimitReserve", 0, 15_000],
+    ];
+    for (const [variable, field, min, max] of ranges) {
+      for (const bad of [String(min - 1), String(max + 1), "1.5", "many"]) {
+        const error = rejection({ [variable]: bad });
+        expect([error.variable, error.message]).toEqual([variable, `${variable}: must be an integer from ${min} to ${max}`]);
+      }
+      expect(loadConfig({ [variable]: String(min) }, io).forge.requestBudget[field]).toBe(min);
+      expect(loadConfig({ [variable]: String(max) }, io).forge.requestBudget[field]).toBe(max);
+    }
   });
   test("the identity freshness window must cover two probe intervals", () => {
     expect(rejection({ SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS: "60", SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS: "90" }).variable).toBe("SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS");

@@ -28,6 +28,13 @@ export type Config = {
     readonly privateKey: string | null;
     readonly identityProbeIntervalSeconds: number;
     readonly identityFreshnessSeconds: number;
+    /** The request governor's budgets per installation (server/forge/governor.ts). */
+    readonly requestBudget: {
+      readonly pointsPerMinute: number;
+      readonly writesPerMinute: number;
+      readonly concurrentRequests: number;
+      readonly rateLimitReserve: number;
+    };
   };
   /** Webhook secret bytes (UTF-8), or null: the webhook route then answers 503. */
   readonly webhookSecret: Uint8Array | null;
@@ -68,6 +75,11 @@ export const DEFAULTS = Object.freeze({
   organizationPolicyRepository: ".forge",
   identityProbeIntervalSeconds: 30,
   identityFreshnessSeconds: 90,
+  // Below the forge's documented secondary limits (about 900 points a minute, 100 concurrent requests; issue 18).
+  forgePointsPerMinute: 600,
+  forgeWritesPerMinute: 60,
+  forgeConcurrentRequests: 20,
+  forgeRateLimitReserve: 250,
   workerRetryMaxSeconds: 300,
   workerLeaseSeconds: 30,
   webhookDeliveryRetentionDays: 14,
@@ -91,6 +103,10 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_FORGE_WEBHOOK_SECRET_FILE",
   "SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS",
   "SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS",
+  "SERVICE_FORGE_POINTS_PER_MINUTE",
+  "SERVICE_FORGE_WRITES_PER_MINUTE",
+  "SERVICE_FORGE_CONCURRENT_REQUESTS",
+  "SERVICE_FORGE_RATE_LIMIT_RESERVE",
   "SERVICE_CHECK_NAME",
   "SERVICE_POLICY_PATH",
   "SERVICE_ORGANIZATION_POLICY_REPOSITORY",
@@ -231,6 +247,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     throw new ConfigError("SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS", "must be at least twice SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS");
   }
 
+  // Lower bounds leave room for one write (5 points) and one request; upper bounds let a forge with other limits (or the
+  // simulator, which has no secondary limits) be driven harder, while a slip of digits cannot lift the bound entirely.
+  const requestBudget = {
+    pointsPerMinute: integer(env, "SERVICE_FORGE_POINTS_PER_MINUTE", DEFAULTS.forgePointsPerMinute, 10, 1_000_000),
+    writesPerMinute: integer(env, "SERVICE_FORGE_WRITES_PER_MINUTE", DEFAULTS.forgeWritesPerMinute, 1, 100_000),
+    concurrentRequests: integer(env, "SERVICE_FORGE_CONCURRENT_REQUESTS", DEFAULTS.forgeConcurrentRequests, 1, 100),
+    rateLimitReserve: integer(env, "SERVICE_FORGE_RATE_LIMIT_RESERVE", DEFAULTS.forgeRateLimitReserve, 0, 15_000),
+  };
+
   const checkName = get("SERVICE_CHECK_NAME") ?? DEFAULTS.checkName;
   if (checkName.trim() !== checkName || checkName.length > 100 || /[\p{Cc}\p{Cf}]/u.test(checkName)) {
     throw new ConfigError("SERVICE_CHECK_NAME", "must be 1 to 100 printable characters without surrounding spaces");
@@ -283,7 +308,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     port,
     logLevel,
     database,
-    forge: { apiUrl: forgeApiUrl, webUrl: forgeWebUrl, appId, privateKey, identityProbeIntervalSeconds, identityFreshnessSeconds },
+    forge: { apiUrl: forgeApiUrl, webUrl: forgeWebUrl, appId, privateKey, identityProbeIntervalSeconds, identityFreshnessSeconds, requestBudget },
     webhookSecret,
     checkName,
     policyPath,
@@ -322,6 +347,10 @@ export function describeConfig(config: Config): Record<string, unknown> {
     webhook_secret: config.webhookSecret === null ? "not configured" : "loaded",
     identity_probe_interval_seconds: config.forge.identityProbeIntervalSeconds,
     identity_freshness_seconds: config.forge.identityFreshnessSeconds,
+    forge_points_per_minute: config.forge.requestBudget.pointsPerMinute,
+    forge_writes_per_minute: config.forge.requestBudget.writesPerMinute,
+    forge_concurrent_requests: config.forge.requestBudget.concurrentRequests,
+    forge_rate_limit_reserve: config.forge.requestBudget.rateLimitReserve,
     check_name: config.checkName,
     policy_path: config.policyPath,
     organization_policy_repository: config.organizationPolicyRepository,

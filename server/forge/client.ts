@@ -7,6 +7,7 @@ import { FileCache, readFile, type FileLocation } from "./contents.ts";
 import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
 import { listAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
+import type { Governor } from "./governor.ts";
 import { createTransport, type CallOptions, type Transport } from "./transport.ts";
 import { int, object, str, type Json } from "./validate.ts";
 
@@ -24,6 +25,8 @@ export interface ForgeClientOptions {
   logger: Logger;
   fetch?: typeof fetch;
   userAgent?: string;
+  /** The request governor (governor.ts); the transport makes one with the default settings when absent. */
+  governor?: Governor;
 }
 
 export type ListResult = Listed<unknown> & { retryAfterMs?: number | null; notList?: true };

@@ -46,15 +46,18 @@ export function classifyForgeError(error: unknown, what: string, nowMs: number =
   }
   const status = response.status;
   const headers = response.headers ?? {};
-  if (status === 403 || status === 429) {
-    const delay = rateLimitDelayMs(headers, nowMs);
-    if (delay !== null) return new ForgeError("rate_limited", `${what}: rate limited (status ${status})`, status, delay);
-    if (status === 429) return new ForgeError("rate_limited", `${what}: rate limited (status 429)`, status, DEFAULT_RATE_LIMIT_DELAY_MS);
-  }
+  const delay = rateLimitedForMs(status, headers, nowMs);
+  if (delay !== null) return new ForgeError("rate_limited", `${what}: rate limited (status ${status})`, status, delay);
   if (status >= 500) return new ForgeError("transient", `${what}: forge error (status ${status})`, status);
   if (status === 401) return new ForgeError("unauthorized", `${what}: credentials rejected (status 401)`, status);
   if (status === 404) return new ForgeError("not_found", `${what}: not found (status 404)`, status);
   return new ForgeError("permanent", `${what}: request refused (status ${status})`, status);
+}
+
+/** The provider delay when an answer is a rate limit (403/429 with the headers that say so, or any 429), else null. */
+export function rateLimitedForMs(status: number, headers: Record<string, string | number | undefined>, nowMs: number): number | null {
+  if (status !== 403 && status !== 429) return null;
+  return rateLimitDelayMs(headers, nowMs) ?? (status === 429 ? DEFAULT_RATE_LIMIT_DELAY_MS : null);
 }
 
 /** Delay from retry-after (seconds or HTTP date), else from x-ratelimit-reset when x-ratelimit-remaining is 0; null if neither. */

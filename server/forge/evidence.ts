@@ -40,6 +40,8 @@ export interface GatherOptions {
   signal?: AbortSignal;
   /** Directory lookups in flight at once. */
   concurrency?: number;
+  /** The governor's priority of every request of this gathering (CallOptions.priority; interactive when absent). */
+  priority?: CallOptions["priority"];
 }
 
 export type GatherResult =
@@ -58,7 +60,7 @@ const DEFAULT_CONCURRENCY = 8;
 export async function gatherEvidence(t: Transport, cache: FileCache, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
   const counter = { requests: 0, notModified: 0 };
   const delays: number[] = [];
-  const call: CallOptions = { counter, onRateLimit: (ms) => delays.push(ms), ...(options.signal ? { signal: options.signal } : {}) };
+  const call: CallOptions = { counter, onRateLimit: (ms) => delays.push(ms), ...(options.signal ? { signal: options.signal } : {}), ...(options.priority ? { priority: options.priority } : {}) };
   const { installationId, owner, repo } = request;
   let pr: PullRequestDetails;
   try {

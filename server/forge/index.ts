@@ -5,6 +5,7 @@ export { classifyForgeError, ForgeError, MAX_RATE_LIMIT_DELAY_MS, type ForgeErro
 export type { CheckConclusion, CheckOutput, CheckTarget, ManagedCheck } from "./check-runs.ts";
 export type { EvidenceRequest, GatherOptions, GatherResult, LookupPlan, PlanLookups } from "./evidence.ts";
 export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from "./pull-requests.ts";
+export { createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type GovernorSettings, type Priority } from "./governor.ts";
 export { INSTALLATION_PERMISSIONS, FORGE_API_VERSION, PER_PAGE, type CallOptions } from "./transport.ts";
 export type { FileLocation } from "./contents.ts";
 export { REPOSITORY_MEDIA_TYPE } from "./directory.ts";

@@ -4,6 +4,7 @@ import type { Scenario } from "../../e2e/forge/scenario.ts";
 import type { ForgeSimulator } from "../../e2e/forge/simulator.ts";
 import type { Evidence } from "../evaluation/evidence.ts";
 import { createForgeClient, type ForgeClient } from "./client.ts";
+import type { Governor } from "./governor.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 
 export const CHECK_NAME = "Service / approval";
@@ -14,10 +15,10 @@ export function bufferLogger(): { logger: Logger; lines: () => string[] } {
   return { logger, lines: () => chunks.join("").split("\n").filter(Boolean) };
 }
 
-export function clientFor(sim: ForgeSimulator, s: Scenario, options: { requestTimeoutMs?: number; logger?: Logger } = {}): ForgeClient {
+export function clientFor(sim: ForgeSimulator, s: Scenario, options: { requestTimeoutMs?: number; logger?: Logger; governor?: Governor } = {}): ForgeClient {
   return createForgeClient({
     apiUrl: sim.url, appId: s.appId, privateKey: s.privateKey, requestTimeoutMs: options.requestTimeoutMs ?? 2000,
-    checkName: CHECK_NAME, logger: options.logger ?? bufferLogger().logger,
+    checkName: CHECK_NAME, logger: options.logger ?? bufferLogger().logger, ...(options.governor ? { governor: options.governor } : {}),
   });
 }
 

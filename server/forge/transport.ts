@@ -5,6 +5,7 @@ import { App } from "@octokit/app";
 import { Octokit } from "@octokit/core";
 import type { Logger } from "pino";
 import { classifyForgeError, ForgeError } from "./errors.ts";
+import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Permit, type Priority } from "./governor.ts";
 
 /** Runtime installation-token permissions: everything the service reads or writes, never statuses (spec "Authentication"). */
 export const INSTALLATION_PERMISSIONS = Object.freeze({ checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" } as const);
@@ -37,6 +38,8 @@ export interface TransportOptions {
   logger: Logger;
   fetch?: typeof fetch;
   userAgent?: string;
+  /** Asked before every request and told every answer (governor.ts); one with the default settings when absent. */
+  governor?: Governor;
 }
 
 export interface CallOptions {
@@ -48,6 +51,8 @@ export interface CallOptions {
   onRateLimit?: (retryAfterMs: number) => void;
   /** false: ask afresh, without If-None-Match (a listing read again after a revalidated page seemed to break its links). */
   conditional?: false;
+  /** Webhook-driven work is "interactive" (the default); reconciler scans and fan-out work are "background" (governor.ts). */
+  priority?: Priority;
 }
 
 export interface ForgeResponse {
@@ -77,6 +82,7 @@ export function createTransport(options: TransportOptions): Transport {
     return baseFetch(input, { ...init, headers, signal: init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
   }) as typeof fetch;
   const log = options.logger.child({ component: "forge" });
+  const governor = options.governor ?? createGovernor(DEFAULT_GOVERNOR_SETTINGS);
   const quiet = { debug() {}, info() {}, warn: (message: string) => log.warn({ source: "octokit" }, String(message)), error: (message: string) => log.error({ source: "octokit" }, String(message)) };
   const ForgeOctokit = Octokit.defaults({
     baseUrl: options.apiUrl.replace(/\/+$/, ""),
@@ -187,7 +193,20 @@ export function createTransport(options: TransportOptions): Transport {
 
   type Exchange = (params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<ForgeResponse>;
 
+  /** A failed call as a ForgeError, logged, with its provider delay told to the caller. */
+  function fail(error: unknown, route: string, call: CallOptions | undefined): ForgeError {
+    const classified = report(error, route);
+    if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
+    return classified;
+  }
+
   async function send(scope: string, route: string, params: Record<string, unknown>, call: CallOptions | undefined, exchange: Exchange): Promise<ForgeResponse> {
+    let permit: Permit;
+    try {
+      permit = await governor.acquire(scope, route.slice(0, route.indexOf(" ")), call?.priority ?? "interactive", call?.signal);
+    } catch (error) {
+      throw fail(error, route, call);
+    }
     if (call?.counter) call.counter.requests += 1;
     const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
     const kept = key && call?.conditional !== false ? conditional.get(key) : undefined;
@@ -201,8 +220,10 @@ export function createTransport(options: TransportOptions): Transport {
       keep(at, current);
       return { ...current.response, revalidated: true };
     };
+    let answer: Answer | null = null;
     try {
       const result = await exchange(params, headers, call?.signal);
+      answer = result;
       if (result.status === 304) {
         if (kept && key) return revalidated(kept, key, result.headers);
         throw Object.assign(new Error("status 304"), { status: 304, response: { status: 304, headers: result.headers } });
@@ -215,17 +236,19 @@ export function createTransport(options: TransportOptions): Transport {
       }
       return result;
     } catch (error) {
-      if (kept && key && (error as { status?: unknown }).status === 304) return revalidated(kept, key, (error as { response?: { headers?: ForgeResponse["headers"] } }).response?.headers);
-      const classified = report(error, route);
-      if (classified.retryAfterMs !== null) call?.onRateLimit?.(classified.retryAfterMs);
-      throw classified;
+      const response = (error as { response?: { status?: unknown; headers?: ForgeResponse["headers"] } }).response;
+      if (typeof response?.status === "number") answer = { status: response.status, headers: response.headers ?? {} };
+      if (kept && key && (error as { status?: unknown }).status === 304) return revalidated(kept, key, response?.headers);
+      throw fail(error, route, call);
+    } finally {
+      permit.settle(answer);
     }
   }
 
   return {
     appId: options.appId,
     app: (route, params, call) =>
-      send("app", route, params, call, async (rest, headers, signal) => {
+      send(APP_SCOPE, route, params, call, async (rest, headers, signal) => {
         const response = await app.octokit.request(route, { ...rest, headers, ...(signal ? { request: { signal } } : {}) });
         return { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
       }),

@@ -133,6 +133,7 @@ describe("metrics", () => {
       "service_webhooks_total", "service_webhook_failures_total", "service_evaluations_total", "service_evaluation_seconds",
       "service_queue_depth", "service_shared_head_invalidation_depth", "service_shared_head_invalidations_total", "service_dead_jobs",
       "service_insecure_changes_enabled", "service_reconciliations_total", "service_reconciliation_last_success_timestamp_seconds",
+      "service_forge_requests_total", "service_forge_rate_limit_remaining",
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }

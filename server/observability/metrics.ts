@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { REQUEST_KINDS, REQUEST_OUTCOMES } from "../forge/governor.ts";
 
 /**
  * The spec's metrics (service.md "GET /metrics"). Labels carry only fixed vocabularies: never repository names, titles,
@@ -12,6 +13,7 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let read = options.readQueueGauges;
+  let readForgeBudget: (() => number | null) | null = null;
   let pending: Promise<QueueGauges | null> | null = null;
   // One store read per scrape feeds all three gauges.
   const snapshot = () => {
@@ -36,15 +38,29 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
     deadJobs: new Gauge({ name: "service_dead_jobs", help: "Terminal queue rows; should be 0.", registers: [registry], collect: fromStore("deadJobs") }),
     insecureChangesEnabled: new Gauge({ name: "service_insecure_changes_enabled", help: "1 while the built-in non-delegable set is disabled, else 0.", registers: [registry] }),
     reconciliations: new Counter({ name: "service_reconciliations_total", help: "Reconciliation outcomes.", labelNames: ["result"] as const, registers: [registry] }),
+    forgeRequests: new Counter({ name: "service_forge_requests_total", help: "Forge requests by kind (read, write, app) and outcome; deferred ones were held back unsent.", labelNames: ["kind", "outcome"] as const, registers: [registry] }),
+    // The smallest across installations and the App: a label per installation would be unbounded. NaN until an answer told
+    // one (0 would read as a spent budget).
+    forgeRateLimitRemaining: new Gauge({
+      name: "service_forge_rate_limit_remaining", help: "Smallest primary forge rate-limit budget left in a current window, across installations and the App (NaN: none known yet).", registers: [registry],
+      collect(this: Gauge) {
+        this.set(readForgeBudget?.() ?? Number.NaN);
+      },
+    }),
     reconciliationLastSuccess: new Gauge({ name: "service_reconciliation_last_success_timestamp_seconds", help: "Unix timestamp of this process's most recent complete reconciliation.", registers: [registry] }),
     /** Attach the store once it is open (the registry exists before the database connects). */
     setQueueGaugeSource(source: () => Promise<QueueGauges>) {
       read = source;
+    },
+    /** Attach the forge request governor's lowest remaining primary budget (null: none known). */
+    setForgeBudgetSource(source: () => number | null) {
+      readForgeBudget = source;
     },
   };
   // Pre-create the fixed label values so every series exists from the first scrape.
   for (const outcome of ["completed", "failed", "rate_limited", "superseded"]) metrics.sharedHeadInvalidations.inc({ outcome }, 0);
   for (const result of ["success", "partial", "failure"]) metrics.reconciliations.inc({ result }, 0);
   for (const conclusion of ["success", "failure"]) metrics.evaluations.inc({ conclusion }, 0);
+  for (const kind of REQUEST_KINDS) for (const outcome of REQUEST_OUTCOMES) metrics.forgeRequests.inc({ kind, outcome }, 0);
   return metrics;
 }
