@@ -90,9 +90,11 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     return report("unelected");
   }
 
-  // Elected from here on: forge calls are cut short by a shutdown or by the background renewal finding the lease lost.
+  // Elected from here on: forge calls are cut short by a shutdown or by the background renewal finding the lease lost. They
+  // are background work for the forge request governor: webhook-driven requests go first.
   const lost = new AbortController();
   const scan = AbortSignal.any([signal, lost.signal]);
+  const call = { signal: scan, priority: "background" } as const;
   const keeper = keepLease(deps, settings.lease, () => lost.abort());
   const interrupted = () => {
     if (signal.aborted) throw new Stop("shutdown");
@@ -113,7 +115,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   try {
     counts.pruned = await prune(deps, settings, interrupted);
 
-    const listed = await forge.listInstallations({ signal: scan });
+    const listed = await forge.listInstallations(call);
     interrupted();
     const installations = accept(listed, validateInstallations, "installations");
     if (installations.kind === "problem") {
@@ -125,7 +127,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       if (installation.suspended) continue;
       await checkpoint();
       counts.installations++;
-      const repositories = accept(await forge.listInstallationRepositories(installation.id, { signal: scan }), validateRepositories, "repositories");
+      const repositories = accept(await forge.listInstallationRepositories(installation.id, call), validateRepositories, "repositories");
       interrupted();
       if (repositories.kind === "problem") {
         problem(repositories.code, { installation: installation.id, ...repositories.fields });
@@ -138,7 +140,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         await checkpoint();
         counts.repositories++;
         const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
-        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, { signal: scan });
+        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, call);
         interrupted();
         const pulls = accept(listedPulls, validateOpenPullRequests, "pull_requests");
         if (pulls.kind === "problem") {

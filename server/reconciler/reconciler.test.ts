@@ -280,6 +280,15 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(forge.calls).toEqual(["installations"]);
   });
 
+  test("every listing of a scan is background work for the forge request governor", async () => {
+    const store = await setup();
+    const forge = scriptedForge({ repositories: () => whole([repositoryItem(10, "web"), repositoryItem(11, "api")]) });
+    const t = make(store, forge);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web", "pulls:1:acme/api"]);
+    expect(forge.priorities).toEqual(["background", "background", "background", "background"]);
+  });
+
   test("concurrent elections on one database elect exactly one owner", async () => {
     await setup();
     const contenders = Array.from({ length: 6 }, (_, i) => ({ store: openOne(), lease: { name: "race", owner: `p${i}`, ttlMs: 60_000 } }));

@@ -50,17 +50,20 @@ export type ForgeScript = {
 
 export const whole = (items: unknown): ListResult => ({ complete: true, items: items as unknown[] });
 
-/** A forge that answers from a script and records every call (with the abort signal it was given). */
-export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { calls: string[]; signals: (AbortSignal | undefined)[] } {
+/** A forge that answers from a script and records every call (with the abort signal and governor priority it was given). */
+export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { calls: string[]; signals: (AbortSignal | undefined)[]; priorities: CallOptions["priority"][] } {
   const calls: string[] = [];
   const signals: (AbortSignal | undefined)[] = [];
+  const priorities: CallOptions["priority"][] = [];
   const record = (call: string, options?: CallOptions) => {
     calls.push(call);
     signals.push(options?.signal);
+    priorities.push(options?.priority);
   };
   return {
     calls,
     signals,
+    priorities,
     async listInstallations(options) {
       record("installations", options);
       return (script.installations ?? (() => whole([installationItem(1)])))();

@@ -3,6 +3,8 @@ import pg0001 from "../../migrations/postgres/0001_init.sql" with { type: "text"
 import lite0001 from "../../migrations/sqlite/0001_init.sql" with { type: "text" };
 import pg0002 from "../../migrations/postgres/0002_hot_head_fences.sql" with { type: "text" };
 import lite0002 from "../../migrations/sqlite/0002_hot_head_fences.sql" with { type: "text" };
+import pg0003 from "../../migrations/postgres/0003_background_work.sql" with { type: "text" };
+import lite0003 from "../../migrations/sqlite/0003_background_work.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -14,6 +16,7 @@ export type Migration = { readonly version: number; readonly name: string; reado
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init", postgres: pg0001, sqlite: lite0001 },
   { version: 2, name: "0002_hot_head_fences", postgres: pg0002, sqlite: lite0002 },
+  { version: 3, name: "0003_background_work", postgres: pg0003, sqlite: lite0003 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

@@ -54,6 +54,30 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect((await claim("w", 5000))!.pull_number).toBe(2);
   });
 
+  test("within a kind, webhook-driven evaluations are claimed before background ones queued earlier", async () => {
+    await open();
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 1, headSha: "1".repeat(40) }, { number: 2, headSha: "2".repeat(40) }], 100, { background: true }));
+    await trigger("d3", 3, "3".repeat(40), 200);
+    const order: Array<[string, number | null, number]> = [];
+    for (let row = await claim("w", 1000); row; row = await claim("w", 1000)) {
+      order.push([row.kind, row.pull_number, row.background]);
+      await store.execute(() => completeJob(row.id, "w", row.merges, 1000));
+    }
+    expect(order).toEqual([["head_invalidation", null, 0], ["evaluation", 3, 0], ["evaluation", 1, 1], ["evaluation", 2, 1]]);
+  });
+
+  test("a webhook merged into a background evaluation makes it webhook-driven; background work never makes a webhook's row background", async () => {
+    await open();
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 1, headSha: "1".repeat(40) }], 100, { background: true }));
+    await trigger("d1", 1, "1".repeat(40), 200);
+    await trigger("d2", 2, "2".repeat(40), 200);
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 2, headSha: "2".repeat(40) }], 300, { background: true }));
+    const rows = await store.execute(function* () {
+      return yield* all<{ pull_number: number; background: number }>("select pull_number, background from jobs where kind = 'evaluation' order by pull_number");
+    });
+    expect(rows.map((r) => [Number(r.pull_number), Number(r.background)])).toEqual([[1, 0], [2, 0]]);
+  });
+
   test("an expired lease is taken over, and the first holder can no longer renew or complete", async () => {
     await open();
     await trigger("d1", null);

@@ -26,6 +26,16 @@ describe.each(BACKENDS)("reconciliation work on %s", (backend) => {
     expect(await kinds()).toEqual([{ kind: "evaluation" }, { kind: "head_invalidation" }]);
   });
 
+  test("a scan's evaluations are background work; the invalidation of a head never seen stays webhook-driven", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+    expect(await store.execute(() => acquireElectionLease(lease, 1))).toBe(true);
+    await store.execute(() => queueMissingWork({ lease, repository, pulls: [{ number: 3, headSha: "a".repeat(40) }], now: 2 }));
+    const rows = await store.execute(function* () { return yield* all<{ kind: string; background: number }>("select kind, background from jobs order by kind"); });
+    expect(rows.map((r) => [r.kind, Number(r.background)])).toEqual([["evaluation", 1], ["head_invalidation", 0]]);
+  });
+
   test("a head already seen and invalidated is only evaluated again: no generation advance, no check reset", async () => {
     database = await createTestDatabase(backend);
     await migrateDatabase(database.target, 1);

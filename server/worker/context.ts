@@ -1,4 +1,4 @@
-import type { ForgeClient } from "../forge/index.ts";
+import type { ForgeClient, Priority } from "../forge/index.ts";
 import type { EvaluationSettings } from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
@@ -33,6 +33,14 @@ export type CheckTransition = {
 };
 
 export type JobOutcome = { readonly kind: "done"; readonly note: string };
+
+/**
+ * The forge request priority of a row's reads (server/forge/governor.ts): background when only a reconciler scan or a fan-out
+ * asked for it. Writes under the publication guards stay interactive whatever the row: authority acceptance waits for that guard.
+ */
+export function priorityOf(row: JobRow): Priority {
+  return row.background === 1 ? "background" : "interactive";
+}
 
 export function repositoryOf(row: JobRow): RepositoryRef {
   if (row.repository_id === null || row.repository_owner === null || row.repository_name === null) throw new Error(`job ${row.id} has no repository`);

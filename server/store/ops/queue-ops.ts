@@ -8,7 +8,8 @@ import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type Rep
  *                                        --retry----> pending with run_at in the future (backoff or provider delay)
  *                                        --expiry---> claimable again by any worker (the holder crashed or stalled)
  * 'dead' rows exist only as legacy or manual rows; nothing here creates one. Claim order is global: priority (exact-head
- * invalidation, installation-wide, repository-wide, base-specific, evaluation), then run_at, then id.
+ * invalidation, installation-wide, repository-wide, base-specific, evaluation), then webhook-driven rows before background
+ * ones (0003_background_work: a large scan never queues ahead of an approval), then run_at, then id.
  *
  * A lease is held by one claim (its token, see leaseToken) until lease_expires_at_ms inclusive. Only the holder of an
  * unexpired lease renews, completes, retries or reads the row as held: a claim whose lease lapsed leaves the row to the next
@@ -34,9 +35,11 @@ export type JobRow = {
   run_at_ms: number;
   lease_owner: string | null;
   lease_expires_at_ms: number | null;
+  /** 1: only background work (a reconciler scan, a fan-out) asked for this row; its forge requests yield to webhook-driven ones. */
+  background: number;
 };
 
-const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms";
+const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms, background";
 
 const CLAIM_SEPARATOR = "/";
 /**
@@ -51,11 +54,11 @@ const CLAIMABLE = "(state = 'pending' and run_at_ms <= $1) or (state = 'leased' 
 
 export function* claimNext(owner: string, now: number, leaseMs: number): Op<JobRow | null> {
   return yield* one<JobRow>({
-    postgresql: `with next as (select id from jobs where ${CLAIMABLE} order by priority, run_at_ms, id limit 1 for update skip locked)
+    postgresql: `with next as (select id from jobs where ${CLAIMABLE} order by priority, background, run_at_ms, id limit 1 for update skip locked)
       update jobs set state = 'leased', lease_owner = $2, lease_expires_at_ms = $1 + $3, attempts = jobs.attempts + 1, updated_at_ms = $1
       from next where jobs.id = next.id returning ${COLUMNS.split(", ").map((c) => `jobs.${c}`).join(", ")}`,
     sqlite: `update jobs set state = 'leased', lease_owner = $2, lease_expires_at_ms = $1 + $3, attempts = attempts + 1, updated_at_ms = $1
-      where id = (select id from jobs where ${CLAIMABLE} order by priority, run_at_ms, id limit 1) returning ${COLUMNS}`,
+      where id = (select id from jobs where ${CLAIMABLE} order by priority, background, run_at_ms, id limit 1) returning ${COLUMNS}`,
   }, now, owner, leaseMs);
 }
 
@@ -130,9 +133,12 @@ export function* readFences(input: { jobId: number; owner: string; installationI
   };
 }
 
-/** Supersedes each pull request's evaluation generation and queues its evaluation at the current authority epoch. */
-export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
-  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { pulls }, now));
+/**
+ * Supersedes each pull request's evaluation generation and queues its evaluation at the current authority epoch; `background`
+ * when only a fan-out (or a background evaluation that found its head moved) asks for it.
+ */
+export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number, origin: { readonly background?: boolean } = {}): Op<void> {
+  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { pulls, background: origin.background === true }, now));
 }
 
 /**

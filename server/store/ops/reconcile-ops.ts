@@ -97,7 +97,8 @@ export function* queueMissingWork(input: {
     }
     pulls.push(pull);
   }
-  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { heads, pulls }, now));
+  // Background work: the evaluations yield to webhook-driven ones (the invalidation of a head never seen stays urgent).
+  if (pulls.length > 0) yield* batch(advanceAndQueue(repository, { heads, pulls, background: true }, now));
   return { kind: "queued", queued: pulls.length, kept };
 }
 

@@ -76,9 +76,10 @@ export function* advanceAuthorityEpoch(installationId: number, now: number): Op<
   return row!.authority_epoch;
 }
 
-/** How new work merges into a live row (the ON CONFLICT update shared by every work upsert). */
+/** How new work merges into a live row (the ON CONFLICT update shared by every work upsert); webhook-driven work wins. */
 export const MERGE_INTO_LIVE_ROW = `merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
-  run_at_ms = case when jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end`;
+  run_at_ms = case when jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end,
+  background = case when excluded.background < jobs.background then excluded.background else jobs.background end`;
 
 /** The exact-head invalidation row at the head's current shared generation (read in the statement: it can be batched). */
 function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number): Query {
@@ -92,18 +93,21 @@ function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number
   );
 }
 
-/** The evaluation row at the pull request's current evaluation generation and the installation's current authority epoch. */
-function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, now: number): Query {
+/**
+ * The evaluation row at the pull request's current evaluation generation and the installation's current authority epoch;
+ * `background` when a reconciler scan or a fan-out asked for it (0003_background_work).
+ */
+function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, now: number, background: boolean): Query {
   return query(
     "run",
-    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms, background)
      values ('evaluation', 4, $1, $2, $3, $4, $5, $6,
        (select evaluation_generation from pull_generations where repository_id = $2 and pull_number = $5),
-       coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $7, $7, $7)
+       coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $7, $7, $7, $8)
      on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
      do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
        repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now, background ? 1 : 0,
   );
 }
 
@@ -123,7 +127,7 @@ export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: num
     ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
     ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
     ...heads.map((head) => queueHeadInvalidation(repo, head, now)),
-    ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now)),
+    ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true)),
   ];
 }
 
@@ -134,6 +138,8 @@ export type AdvanceWork = {
   readonly pulls?: readonly { readonly number: number; readonly headSha: string }[];
   /** A head whose invalidation reached `generation` (I := max(I, generation)); its pending invalidation row goes when I = S. */
   readonly invalidated?: { readonly headSha: string; readonly generation: number };
+  /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
+  readonly background?: boolean;
 };
 
 type Invalidated = { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number };

@@ -1,7 +1,7 @@
 import { plain } from "../../evaluation/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
-import { type JobOutcome, leaseOf, repositoryOf, type WorkerContext } from "../context.ts";
+import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
 import { publishCompleted } from "../publish.ts";
@@ -22,7 +22,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const started = performance.now();
   const gathered = await ctx.forge.gatherEvidence(
     { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
-    { planLookups: (evidence) => evaluator.plan(evidence, signal), signal },
+    { planLookups: (evidence) => evaluator.plan(evidence, signal), signal, priority: priorityOf(row) },
   );
   if (gathered.kind === "unavailable") {
     if (gathered.error.kind === "not_found") return { kind: "done", note: "pull request not visible" };
@@ -34,7 +34,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   // pull request is still never completed (sharedHeadWith below).
   if (pullRequest.headSha !== rowHead) {
     // The pull request moved since this work was queued: evaluate its live head instead (a new generation).
-    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: pullRequest.headSha }], ctx.now()));
+    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: pullRequest.headSha }], ctx.now(), { background: row.background === 1 }));
     return { kind: "done", note: "head moved; live head queued" };
   }
 
@@ -76,7 +76,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   if (result === "fenced") {
     // Outside the guards (a worker holding them writes no rows: store.ts lock order): a fresh generation at the current
     // authority epoch, then a retry after backoff, by when the head's invalidation or the fan-out has finished.
-    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now()));
+    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now(), { background: row.background === 1 }));
     throw new RetryLater("publication_fenced");
   }
   return { kind: "done", note: result };

@@ -9,9 +9,12 @@ import { RetryLater } from "../errors.ts";
  * - repository-wide rows supersede every open pull request's evaluation generation, queue evaluations and make a bounded
  *   attempt to reset each managed check;
  * - base-specific rows do the same for the open pull requests on that base, without resetting checks.
+ * All of it is background work for the forge request governor, and so are the evaluations it queues: webhook-driven work
+ * goes first (server/forge/governor.ts).
  */
+const BACKGROUND = { priority: "background" } as const;
 export async function fanOutInstallation(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
-  const listed = await ctx.forge.listInstallationRepositories(row.installation_id, { signal });
+  const listed = await ctx.forge.listInstallationRepositories(row.installation_id, { signal, ...BACKGROUND });
   if (!listed.complete) throw new RetryLater("installation_repositories_incomplete", listed.retryAfterMs ?? null);
   const repositories: RepositoryRef[] = [];
   for (const item of listed.items as Array<Record<string, unknown>>) {
@@ -32,16 +35,16 @@ export async function fanOutRepository(ctx: WorkerContext, row: JobRow, signal: 
   const repository = repositoryOf(row);
   const pulls = await openPulls(ctx, repository, undefined, signal);
   await ctx.store.execute(function* () {
-    yield* supersedeAndQueue(repository, pulls, ctx.now());
+    yield* supersedeAndQueue(repository, pulls, ctx.now(), { background: true });
     yield* recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: pulls.length, authority_epoch: row.authority_epoch }, now: ctx.now() });
   });
   // A bounded attempt to invalidate each managed check; the queued evaluations publish the new result either way.
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
   await Promise.allSettled(pulls.map(async (pull) => {
     const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: pull.headSha };
-    const check = await ctx.forge.findManagedCheck(target, { signal: deadline });
+    const check = await ctx.forge.findManagedCheck(target, { signal: deadline, ...BACKGROUND });
     if (check && check.status !== "in_progress") {
-      await ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal: deadline });
+      await ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal: deadline, ...BACKGROUND });
       ctx.onTransition?.({ pullNumber: pull.number, headSha: pull.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
     }
   }));
@@ -51,12 +54,12 @@ export async function fanOutRepository(ctx: WorkerContext, row: JobRow, signal: 
 export async function fanOutBaseRef(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
   const pulls = await openPulls(ctx, repository, row.base_ref!, signal);
-  await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now()));
+  await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now(), { background: true }));
   return { kind: "done", note: `${pulls.length} pull requests on the base re-queued` };
 }
 
 async function openPulls(ctx: WorkerContext, repository: RepositoryRef, base: string | undefined, signal: AbortSignal) {
-  const listed = await ctx.forge.listOpenPullRequests(repository.installationId, repository.owner, repository.name, base ? { base } : {}, { signal });
+  const listed = await ctx.forge.listOpenPullRequests(repository.installationId, repository.owner, repository.name, base ? { base } : {}, { signal, ...BACKGROUND });
   if (!listed.complete) {
     if (listed.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", listed.retryAfterMs ?? null);
     ctx.log.warn({ cause: listed.cause }, "open pull requests over the bound: only the listed ones are re-queued");
