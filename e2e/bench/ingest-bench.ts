@@ -13,6 +13,7 @@ import { generateAppKeys } from "../forge/scenario.ts";
 import { ensureBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
 import { pullRequestEvent, signedDelivery } from "../support/payloads.ts";
+import { UNPACED_FORGE } from "./unpaced-forge.ts";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
 /** Deliveries rotate over this many open pull requests (each its own head), as real traffic spreads over pull requests. */
@@ -109,7 +110,7 @@ const database = await createTestDatabase("postgresql");
 const env = {
   SERVICE_DATABASE_URL: database.url, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
   SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"), SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "secret"),
-  SERVICE_WORKER_ENABLED: "false", SERVICE_RECONCILE_ENABLED: "false", SERVICE_LOG_LEVEL: "info",
+  SERVICE_WORKER_ENABLED: "false", SERVICE_RECONCILE_ENABLED: "false", SERVICE_LOG_LEVEL: "info", ...UNPACED_FORGE,
 };
 if (runBinary(["database", "migrate"], env).exitCode !== 0) throw new Error("migrate failed");
 // BENCH_SERVICE_COMMAND (a program taking the binary's arguments, e.g. a wrapper running `bun --cpu-prof-md server/main.ts`)

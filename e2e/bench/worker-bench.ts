@@ -17,6 +17,7 @@ import { migrateDatabase } from "../../server/store/index.ts";
 import { createScenario, generateAppKeys } from "../forge/scenario.ts";
 import { startForgeSimulator } from "../forge/simulator.ts";
 import { createTestDatabase } from "../support/databases.ts";
+import { UNPACED_FORGE } from "./unpaced-forge.ts";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
 const ITERATIONS = 40;
@@ -34,6 +35,7 @@ const env = (worker: boolean) => ({
   SERVICE_DATABASE_URL: database.url, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
   SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"), SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "secret"),
   SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", SERVICE_RECONCILE_ENABLED: "false", SERVICE_WORKER_ENABLED: String(worker),
+  ...UNPACED_FORGE,
 });
 const log = pino({ level: "error" });
 const completedAt = new Map<string, number>();
