@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import type { Logger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import { assertCompatible, openStore, type Store, StoreError } from "../store/index.ts";
+import { databaseFailureRecorder } from "../store/failures.ts";
 import { APPLICATION_VERSION, BUILD_REVISION_VALUE } from "../build-info.ts";
 import { describe } from "./database.ts";
 
@@ -35,13 +36,13 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     );
   }
   let store: Store;
+  const metrics = createMetrics({ readQueueGauges: () => store.queueGauges() });
   try {
-    store = openStore(config.database);
+    store = openStore(config.database, { onFailure: databaseFailureRecorder(metrics, log) });
     await assertCompatible(store);
   } catch (error) {
     throw new StoreError(error instanceof StoreError ? error.code : "unreachable", describe(error));
   }
-  const metrics = createMetrics({ readQueueGauges: () => store.queueGauges() });
   metrics.insecureChangesEnabled.set(config.allowInsecureChanges ? 1 : 0);
 
   // "Evaluator configured" = this process has a forge client (App ID and key), whatever SERVICE_WORKER_ENABLED says (DESIGN 3.6).

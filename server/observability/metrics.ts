@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { REQUEST_KINDS, REQUEST_OUTCOMES } from "../forge/governor.ts";
+import { DATABASE_FAILURE_REASONS } from "../store/failures.ts";
 
 /**
  * The spec's metrics (service.md "GET /metrics"). Labels carry only fixed vocabularies: never repository names, titles,
@@ -47,6 +48,8 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
         this.set(readForgeBudget?.() ?? Number.NaN);
       },
     }),
+    databaseErrors: new Counter({ name: "service_database_errors_total", help: "Failed database statements and operations, by reason (each failed attempt).", labelNames: ["reason"] as const, registers: [registry] }),
+    databaseRetries: new Counter({ name: "service_database_retries_total", help: "Store operations run again after a failure, by the failure's reason.", labelNames: ["reason"] as const, registers: [registry] }),
     reconciliationLastSuccess: new Gauge({ name: "service_reconciliation_last_success_timestamp_seconds", help: "Unix timestamp of this process's most recent complete reconciliation.", registers: [registry] }),
     /** Attach the store once it is open (the registry exists before the database connects). */
     setQueueGaugeSource(source: () => Promise<QueueGauges>) {
@@ -62,5 +65,9 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
   for (const result of ["success", "partial", "failure"]) metrics.reconciliations.inc({ result }, 0);
   for (const conclusion of ["success", "failure"]) metrics.evaluations.inc({ conclusion }, 0);
   for (const kind of REQUEST_KINDS) for (const outcome of REQUEST_OUTCOMES) metrics.forgeRequests.inc({ kind, outcome }, 0);
+  for (const reason of DATABASE_FAILURE_REASONS) {
+    metrics.databaseErrors.inc({ reason }, 0);
+    metrics.databaseRetries.inc({ reason }, 0);
+  }
   return metrics;
 }

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
+import { CONNECTION_CODE, databaseCode, type DatabaseFailureRecorder, databaseFailureReason } from "./failures.ts";
 import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
 import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
@@ -16,6 +17,14 @@ export const ACQUIRE_TIMEOUT_MS = 2_000;
 export const STATEMENT_TIMEOUT_MS = 3_000;
 export const MIGRATION_LOCK_WAIT_MS = 60_000;
 export const MIGRATION_STATEMENT_TIMEOUT_MS = 60_000;
+/**
+ * Past the server's own bound on a statement (statement_timeout, lock_timeout), how long its answer may still take before
+ * the store stops waiting: every statement on a reserved connection is bounded by a timer too, since a backend that died
+ * or a network that dropped it may never answer at all (issue 17).
+ */
+export const REPLY_MARGIN_MS = 2_000;
+/** The longest postgres.js waits before reconnecting a connection that failed (its default grows to 20 s while a database is down). */
+export const RECONNECT_BACKOFF_CAP_SECONDS = 2;
 /** pg_advisory_lock key serialising `database migrate` across processes ("cao-migr" as bytes). */
 export const MIGRATION_LOCK_KEY = 0x63616f2d6d696772n;
 
@@ -45,6 +54,8 @@ export function connect(target: PostgresTarget, options: { max?: number; applica
     ssl,
     max: options.max ?? 10,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    // postgres.js's own jittered backoff, capped: after a database restart the pool must reconnect within seconds.
+    backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, RECONNECT_BACKOFF_CAP_SECONDS),
     idle_timeout: 30,
     max_lifetime: 30 * 60,
     connection: {
@@ -63,6 +74,8 @@ export type StoreOptions = {
   readonly deadlockRetries?: number;
   /** Told of every operation the store runs again, with why. */
   readonly onRetry?: (reason: RetryReason) => void;
+  /** Told of every failed database attempt (metrics and logs: failures.ts). */
+  readonly onFailure?: DatabaseFailureRecorder;
 };
 
 /** Runs of one operation after a deadlock (40P01) or serialization failure (40001), each after a jittered, doubling pause. */
@@ -82,49 +95,88 @@ function retryReason(error: unknown): RetryReason | null {
 export const STATEMENT_POOL_CONNECTIONS = 4;
 const APPLICATION_NAME = "codeowner-approval";
 
+/** Settles as `work` does, or fails with StoreError("timeout") after `ms`, calling `onTimeout` first (to cancel or discard). */
+function withinBound<T>(work: Promise<T>, ms: number, message: string, onTimeout: () => void = () => {}): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      reject(new StoreError("timeout", message));
+    }, ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
 /**
  * A lone statement on the pipelining pool: it waits for no reservation, but may queue behind statements already sent on its
  * connection, so the whole wait is bounded by the acquisition and statement bounds together; past that it is cancelled.
  */
 async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([
-      query,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          void Promise.resolve(query.cancel()).catch(() => {});
-          reject(new StoreError("timeout", "a database statement did not complete within its bounds"));
-        }, ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS);
-      }),
-    ]);
+    return await withinBound(query, ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS, "a database statement did not complete within its bounds", () => {
+      void Promise.resolve(query.cancel()).catch(() => {});
+    });
   } catch (error) {
     throw classify(error);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
 /** postgres.js has no pool-acquisition timeout: race reserve() against a timer and release a connection that arrives late. */
 export async function acquire(sql: Sql, timeoutMs = ACQUIRE_TIMEOUT_MS): Promise<postgres.ReservedSql> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let timedOut = false;
   const reservation = sql.reserve();
   try {
-    return await Promise.race([
-      reservation,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          timedOut = true;
-          reject(new StoreError("timeout", "no database connection became free within 2 seconds"));
-        }, timeoutMs);
-      }),
-    ]);
+    return await withinBound(reservation, timeoutMs, "no database connection became free within 2 seconds", () => {
+      reservation.then((connection) => connection.release(), () => {});
+    });
   } catch (error) {
-    if (timedOut) reservation.then((connection) => connection.release(), () => {});
     throw classify(error);
-  } finally {
-    clearTimeout(timer);
+  }
+}
+
+/**
+ * A connection reserved from the pool, every statement on it bounded by a timer: the server's own bound on the statement
+ * plus REPLY_MARGIN_MS (issue 17: a backend that died, or a network that dropped it, may never answer). A connection whose
+ * backend was lost, whose statement outlived that bound, or that could not clean up after itself (rollback, unlock, reset)
+ * is terminated when it ends, never released to the pool: its session state (an open transaction, a held advisory lock, a
+ * changed setting) is unknown, and PostgreSQL rolls back and unlocks whatever a session held when the session ends. A
+ * statement that failed with an ordinary SQLSTATE leaves the connection sound, and it is released once cleaned up.
+ */
+export class Reservation {
+  private sound = true;
+  constructor(readonly sql: postgres.ReservedSql) {}
+
+  /** `statement` (or several sent together), failing with StoreError("timeout") once past serverBoundMs + REPLY_MARGIN_MS. */
+  async run<T>(statement: Promise<T>, serverBoundMs = STATEMENT_TIMEOUT_MS): Promise<T> {
+    try {
+      return await withinBound(statement, serverBoundMs + REPLY_MARGIN_MS, "the database did not answer a statement within its bound", () => this.discard());
+    } catch (error) {
+      this.failed(error);
+      throw error;
+    }
+  }
+
+  /** A cleanup statement (rollback, unlock, reset): bounded like any other, never throws; if it fails the connection is terminated. */
+  async cleanUp(statement: Promise<unknown>): Promise<void> {
+    await this.run(statement).catch(() => {
+      this.sound = false;
+    });
+  }
+
+  /** Notes an error met on this connection: a lost connection is never given back. */
+  failed(error: unknown): void {
+    if (databaseFailureReason(error) === "connection") this.sound = false;
+  }
+
+  /** Terminates the connection at once: what is pending on it fails, and it never returns to the pool. */
+  discard(): void {
+    this.sound = false;
+    this.sql.terminate();
+  }
+
+  /** Gives a sound connection back to the pool and terminates any other (the patched postgres.js: patches/). */
+  end(): void {
+    if (this.sound) this.sql.release();
+    else this.sql.terminate();
   }
 }
 
@@ -136,14 +188,12 @@ function guardError(error: unknown): Error {
 /** Turns driver errors into StoreErrors by SQLSTATE / error code, never by message text. */
 export function classify(error: unknown): Error {
   if (error instanceof StoreError) return error;
-  const code = (error as { code?: unknown })?.code;
-  if (code === "57014") return new StoreError("timeout", "a database statement exceeded its time bound");
-  if (code === "55P03") return new StoreError("timeout", "a database lock was not granted within its time bound");
-  if (typeof code === "string" && /^(CONNECT_TIMEOUT|CONNECTION_|ECONNREFUSED|ENOTFOUND|ECONNRESET|EHOSTUNREACH|ETIMEDOUT|57P0|08)/.test(code)) {
-    return new StoreError("unreachable", "the database cannot be reached");
-  }
-  if (code === "28P01" || code === "28000") return new StoreError("unreachable", "the database refused the credentials");
-  if (code === "3D000") return new StoreError("unreachable", "the database named in the URL does not exist");
+  const code = databaseCode(error);
+  if (code === "57014") return new StoreError("timeout", "a database statement exceeded its time bound", code);
+  if (code === "55P03") return new StoreError("timeout", "a database lock was not granted within its time bound", code);
+  if (code !== null && CONNECTION_CODE.test(code)) return new StoreError("unreachable", "the database cannot be reached", code);
+  if (code === "28P01" || code === "28000") return new StoreError("unreachable", "the database refused the credentials", code);
+  if (code === "3D000") return new StoreError("unreachable", "the database named in the URL does not exist", code);
   return error instanceof Error ? error : new Error("database error");
 }
 
@@ -161,14 +211,14 @@ function assertSendable(query: Query): void {
 }
 
 /** A transaction on a reserved connection (postgres.js offers begin() only on the pool, not on a reserved connection). */
-export async function inTransaction<T>(sql: postgres.ReservedSql, fn: () => Promise<T>): Promise<T> {
-  await sql.unsafe("begin");
+export async function inTransaction<T>(connection: Reservation, fn: () => Promise<T>, serverBoundMs = STATEMENT_TIMEOUT_MS): Promise<T> {
+  await connection.run(connection.sql.unsafe("begin"), serverBoundMs);
   try {
     const result = await fn();
-    await sql.unsafe("commit");
+    await connection.run(connection.sql.unsafe("commit"), serverBoundMs);
     return result;
   } catch (error) {
-    await sql.unsafe("rollback").catch(() => {});
+    await connection.cleanUp(connection.sql.unsafe("rollback"));
     throw error;
   }
 }
@@ -200,52 +250,74 @@ export class PostgresStore implements Store {
     return new PostgresStore(connect(target, options), connect(target, { max: STATEMENT_POOL_CONNECTIONS, applicationName: `${APPLICATION_NAME}/statements` }), options);
   }
 
-  /** Runs `fn` on a connection acquired within the acquisition bound. */
-  async withConnection<T>(fn: (sql: postgres.ReservedSql) => Promise<T>): Promise<T> {
-    const connection = await acquire(this.sql);
+  /** Runs `fn` on a connection acquired within the acquisition bound; it ends released, or terminated if it failed (Reservation). */
+  async withConnection<T>(fn: (connection: Reservation) => Promise<T>): Promise<T> {
+    const connection = new Reservation(await acquire(this.sql));
     try {
       return await fn(connection);
     } catch (error) {
+      connection.failed(error);
       throw classify(error);
     } finally {
-      connection.release();
+      connection.end();
+    }
+  }
+
+  /** Tells the failure recorder of a failed attempt; a guard not granted in time is contention, not a database failure. */
+  private reportFailure(error: unknown, retried: boolean): void {
+    if (error instanceof StoreError && error.code === "guard_timeout") return;
+    this.storeOptions.onFailure?.(error, retried);
+  }
+
+  private async reported<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      this.reportFailure(error, false);
+      throw error;
     }
   }
 
   async acquireSharedGuard(installationId: number, timeoutMs: number): Promise<() => Promise<void>> {
-    return this.holdAdvisoryLocks([{ key: publicationGuardKey(installationId), shared: true }], timeoutMs);
+    return this.reported(this.holdAdvisoryLocks([{ key: publicationGuardKey(installationId), shared: true }], timeoutMs));
   }
 
   async acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>> {
-    return this.holdAdvisoryLocks(
+    return this.reported(this.holdAdvisoryLocks(
       [{ key: publicationGuardKey(installationId), shared: true }, { key: headGuardKey(installationId, repositoryId, headSha), shared: false }],
       timeoutMs,
-    );
+    ));
   }
 
   /**
    * Session advisory locks taken in order on one reserved connection, each waited for at most timeoutMs; resolves to a
    * release that unlocks them in reverse order on the same session before the connection returns to the pool (RECIPES 5).
+   * Every statement is bounded (Reservation): a guard connection whose backend died fails its release at once, and ends
+   * terminated, which frees whatever its session still held.
    */
   private async holdAdvisoryLocks(locks: readonly { key: string; shared: boolean }[], timeoutMs: number): Promise<() => Promise<void>> {
-    const connection = await acquire(this.sql);
+    const connection = new Reservation(await acquire(this.sql));
+    const sql = connection.sql;
     const held: typeof locks[number][] = [];
     const unlock = async () => {
       for (const lock of held.splice(0).reverse()) {
-        await connection.unsafe(`select ${lock.shared ? "pg_advisory_unlock_shared" : "pg_advisory_unlock"}($1::bigint)`, [lock.key]).catch(() => {});
+        await connection.cleanUp(sql.unsafe(`select ${lock.shared ? "pg_advisory_unlock_shared" : "pg_advisory_unlock"}($1::bigint)`, [lock.key]));
       }
     };
+    const lockTimeoutMs = Math.max(1, Math.floor(timeoutMs));
     try {
-      await connection.unsafe(`set lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      await connection.run(sql.unsafe(`set lock_timeout = ${lockTimeoutMs}`));
       for (const lock of locks) {
-        await connection.unsafe(`select ${lock.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock"}($1::bigint)`, [lock.key]);
+        // The server ends the wait at lock_timeout or statement_timeout, whichever comes first.
+        await connection.run(sql.unsafe(`select ${lock.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock"}($1::bigint)`, [lock.key]), Math.min(lockTimeoutMs, STATEMENT_TIMEOUT_MS));
         held.push(lock);
       }
-      await connection.unsafe("reset lock_timeout");
+      await connection.run(sql.unsafe("reset lock_timeout"));
     } catch (error) {
+      connection.failed(error);
       await unlock();
-      await connection.unsafe("reset lock_timeout").catch(() => {});
-      connection.release();
+      await connection.cleanUp(sql.unsafe("reset lock_timeout"));
+      connection.end();
       throw guardError(error);
     }
     let released = false;
@@ -253,12 +325,21 @@ export class PostgresStore implements Store {
       if (released) return;
       released = true;
       await unlock();
-      connection.release();
+      connection.end();
     };
   }
 
+  /** Readiness' database check: one statement on each pool the store uses, each within its bounds; settles when both have. */
   async ping(): Promise<void> {
-    await this.withConnection((sql) => sql`select 1`);
+    const outcomes = await Promise.allSettled([
+      this.withConnection((connection) => connection.run(connection.sql`select 1`)),
+      this.statements === this.sql ? null : bounded(this.statements`select 1`),
+    ]);
+    const failed = outcomes.find((outcome) => outcome.status === "rejected");
+    if (failed) {
+      this.reportFailure(failed.reason, false);
+      throw failed.reason;
+    }
   }
 
   /**
@@ -278,7 +359,9 @@ export class PostgresStore implements Store {
         // rare, not impossible: the guard, a manual session) runs again a few times, within RETRY_WINDOW_MS of the start.
         const reason = retryReason(error);
         const allowed = reason === "unique" ? !uniqueRetried : reason !== null && attempt <= this.deadlockRetries;
-        if (!allowed || performance.now() - started > RETRY_WINDOW_MS) throw error;
+        const retrying = allowed && performance.now() - started <= RETRY_WINDOW_MS;
+        this.reportFailure(error, retrying);
+        if (!retrying) throw error;
         if (reason === "unique") uniqueRetried = true;
         this.storeOptions.onRetry?.(reason!);
         if (reason !== "unique") await Bun.sleep(Math.round(RETRY_BASE_DELAY_MS * 2 ** (attempt - 1) * (0.5 + Math.random())));
@@ -301,29 +384,31 @@ export class PostgresStore implements Store {
       if (!after.done) throw new Error("an operation sent a statement after its last batch");
       return after.value;
     }
-    return this.withConnection((sql) => this.runOp(sql, steps, first, options));
+    return this.withConnection((connection) => this.runOp(connection, steps, first, options));
   }
 
   /**
    * One operation, from its first statement on, in one transaction on a reserved connection. BEGIN goes out in the same
-   * write as the first statements and COMMIT with a last batch (op.ts).
+   * write as the first statements and COMMIT with a last batch (op.ts). Every write waits at most its statements' bounds.
    */
-  private async runOp<T>(sql: postgres.ReservedSql, steps: Op<T>, first: Step, options: OpOptions): Promise<T> {
+  private async runOp<T>(connection: Reservation, steps: Op<T>, first: Step, options: OpOptions): Promise<T> {
+    const sql = connection.sql;
     let opened = false;
     let ended = false;
     const statement = (query: Query) => sql.unsafe(textOf(query), query.params as never[], { prepare: true });
     try {
       if (options.exclusiveGuard) {
-        await sql.unsafe("begin");
+        await connection.run(sql.unsafe("begin"));
         opened = true;
-        await sql.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs))}`);
+        const lockTimeoutMs = Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs));
+        await connection.run(sql.unsafe(`set local lock_timeout = ${lockTimeoutMs}`));
         try {
-          await sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]);
+          await connection.run(sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]), Math.min(lockTimeoutMs, STATEMENT_TIMEOUT_MS));
         } catch (error) {
           if ((error as { code?: string }).code === "55P03") throw new StoreError("guard_timeout", "the installation publication guard was not granted in time");
           throw error;
         }
-        await sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`);
+        await connection.run(sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`));
       }
       let step: IteratorResult<Step, T> = { done: false, value: first };
       while (!step.done) {
@@ -340,7 +425,8 @@ export class PostgresStore implements Store {
         const opening = opened ? [] : [sql.unsafe("begin")];
         opened = true;
         const sent = [...opening, ...queries.map(statement), ...(last ? [sql.unsafe("commit")] : [])];
-        const settled = await Promise.allSettled(sent);
+        // The server runs the pipelined statements one after another, each within statement_timeout.
+        const settled = await connection.run(Promise.allSettled(sent), STATEMENT_TIMEOUT_MS * sent.length);
         // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
         ended = last;
         const failed = settled.find((outcome) => outcome.status === "rejected");
@@ -349,34 +435,40 @@ export class PostgresStore implements Store {
         step = steps.next(isBatch(value) ? results : results[0]);
         if (last && !step.done) throw new Error("an operation sent a statement after its last batch");
       }
-      if (opened && !ended) await sql.unsafe("commit");
+      if (opened && !ended) await connection.run(sql.unsafe("commit"));
       ended = true;
       return step.value;
     } catch (error) {
-      if (opened && !ended) await sql.unsafe("rollback").catch(() => {});
+      connection.failed(error);
+      if (opened && !ended) await connection.cleanUp(sql.unsafe("rollback"));
       throw error;
     }
   }
 
   async schemaIdentity(): Promise<SchemaIdentity | null> {
-    return this.withConnection(async (sql) => {
-      const [exists] = await sql`select to_regclass('public.service_schema') is not null as present`;
-      if (!exists?.present) return null;
-      const [row] = await sql`select migration_head, release_contract from service_schema`;
-      if (!row) return null;
-      const versions = await sql`select version from service_migrations order by version`;
-      return { migrationHead: row.migration_head, releaseContract: row.release_contract, appliedVersions: versions.map((v) => Number(v.version)) };
-    });
+    return this.reported(
+      this.withConnection(async (connection) => {
+        const sql = connection.sql;
+        const [exists] = await connection.run(sql`select to_regclass('public.service_schema') is not null as present`);
+        if (!exists?.present) return null;
+        const [row] = await connection.run(sql`select migration_head, release_contract from service_schema`);
+        if (!row) return null;
+        const versions = await connection.run(sql`select version from service_migrations order by version`);
+        return { migrationHead: row.migration_head, releaseContract: row.release_contract, appliedVersions: versions.map((v) => Number(v.version)) };
+      }),
+    );
   }
 
   async queueGauges(): Promise<QueueGauges> {
-    return this.withConnection(async (sql) => {
-      const [row] = await sql`
-        select (select count(*) from jobs where state in ('pending', 'leased'))::int as queue_depth,
-               (select count(*) from jobs where kind = 'head_invalidation' and state in ('pending', 'leased'))::int as invalidation_depth,
-               (select count(*) from jobs where state = 'dead')::int as dead_jobs`;
-      return { queueDepth: row!.queue_depth, sharedHeadInvalidationDepth: row!.invalidation_depth, deadJobs: row!.dead_jobs };
-    });
+    return this.reported(
+      this.withConnection(async (connection) => {
+        const [row] = await connection.run(connection.sql`
+          select (select count(*) from jobs where state in ('pending', 'leased'))::int as queue_depth,
+                 (select count(*) from jobs where kind = 'head_invalidation' and state in ('pending', 'leased'))::int as invalidation_depth,
+                 (select count(*) from jobs where state = 'dead')::int as dead_jobs`);
+        return { queueDepth: row!.queue_depth, sharedHeadInvalidationDepth: row!.invalidation_depth, deadJobs: row!.dead_jobs };
+      }),
+    );
   }
 
   /**
@@ -384,39 +476,45 @@ export class PostgresStore implements Store {
    * runners; each migration runs in its own transaction with a 60 s statement bound, then the schema identity is recorded.
    */
   async migrate(now: number): Promise<MigrationReport> {
-    return this.withConnection(async (sql) => {
-      await sql.unsafe(`set lock_timeout = ${MIGRATION_LOCK_WAIT_MS}; set statement_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
-      try {
-        await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`;
-      } catch (error) {
-        await sql.unsafe("reset lock_timeout; reset statement_timeout").catch(() => {});
-        throw classify(error);
-      }
-      try {
-        const [exists] = await sql`select to_regclass('public.service_migrations') is not null as present`;
-        const done = new Map<number, string>();
-        if (exists?.present) {
-          for (const row of await sql`select version, checksum from service_migrations`) done.set(Number(row.version), row.checksum);
+    return this.reported(
+      this.withConnection(async (connection) => {
+        const sql = connection.sql;
+        // The session's statement_timeout is the migration bound here, so every statement may take that long on the server.
+        const run = <T>(statement: Promise<T>, serverBoundMs = MIGRATION_STATEMENT_TIMEOUT_MS) => connection.run(statement, serverBoundMs);
+        await run(sql.unsafe(`set lock_timeout = ${MIGRATION_LOCK_WAIT_MS}; set statement_timeout = ${MIGRATION_LOCK_WAIT_MS}`));
+        try {
+          await run(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`, MIGRATION_LOCK_WAIT_MS);
+        } catch (error) {
+          await connection.cleanUp(sql.unsafe("reset lock_timeout; reset statement_timeout"));
+          throw classify(error);
         }
-        const applied: string[] = [];
-        for (const { migration, sum } of pendingMigrations(done, "postgres")) {
-          await inTransaction(sql, async () => {
-            await sql.unsafe(`set local statement_timeout = ${MIGRATION_STATEMENT_TIMEOUT_MS}`);
-            await sql.unsafe(migration.postgres);
-            await sql`insert into service_migrations (version, name, checksum, applied_at_ms) values (${migration.version}, ${migration.name}, ${sum}, ${now})`;
-          });
-          applied.push(migration.name);
+        try {
+          const [exists] = await run(sql`select to_regclass('public.service_migrations') is not null as present`);
+          const done = new Map<number, string>();
+          if (exists?.present) {
+            for (const row of await run(sql`select version, checksum from service_migrations`)) done.set(Number(row.version), row.checksum);
+          }
+          const applied: string[] = [];
+          for (const { migration, sum } of pendingMigrations(done, "postgres")) {
+            await inTransaction(connection, async () => {
+              await run(sql.unsafe(`set local statement_timeout = ${MIGRATION_STATEMENT_TIMEOUT_MS}`));
+              // A simple query of several statements gets statement_timeout per statement: one bound per ';' (at least).
+              await run(sql.unsafe(migration.postgres), MIGRATION_STATEMENT_TIMEOUT_MS * migration.postgres.split(";").length);
+              await run(sql`insert into service_migrations (version, name, checksum, applied_at_ms) values (${migration.version}, ${migration.name}, ${sum}, ${now})`);
+            }, MIGRATION_STATEMENT_TIMEOUT_MS);
+            applied.push(migration.name);
+          }
+          await run(sql`
+            insert into service_schema (singleton, migration_head, release_contract, updated_at_ms) values (true, ${MIGRATION_HEAD}, ${RELEASE_CONTRACT}, ${now})
+            on conflict (singleton) do update set migration_head = excluded.migration_head, release_contract = excluded.release_contract, updated_at_ms = excluded.updated_at_ms`);
+          return { applied, head: MIGRATION_HEAD };
+        } finally {
+          // Unlock on the same connection before it returns to the pool (RECIPES 5), then restore the ordinary bounds.
+          await connection.cleanUp(sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`);
+          await connection.cleanUp(sql.unsafe("reset lock_timeout; reset statement_timeout"));
         }
-        await sql`
-          insert into service_schema (singleton, migration_head, release_contract, updated_at_ms) values (true, ${MIGRATION_HEAD}, ${RELEASE_CONTRACT}, ${now})
-          on conflict (singleton) do update set migration_head = excluded.migration_head, release_contract = excluded.release_contract, updated_at_ms = excluded.updated_at_ms`;
-        return { applied, head: MIGRATION_HEAD };
-      } finally {
-        // Unlock on the same connection before it returns to the pool (RECIPES 5), then restore the ordinary bounds.
-        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.catch(() => {});
-        await sql.unsafe("reset lock_timeout; reset statement_timeout").catch(() => {});
-      }
-    });
+      }),
+    );
   }
 
   async close(): Promise<void> {

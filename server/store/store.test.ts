@@ -266,7 +266,7 @@ describe("postgresql specifics", () => {
     const store = openStore(database.target) as PostgresStore;
     try {
       const started = performance.now();
-      const error = await store.withConnection((sql) => sql`select pg_sleep(4)`).catch((e) => e);
+      const error = await store.withConnection((connection) => connection.run(connection.sql`select pg_sleep(4)`)).catch((e) => e);
       expect(error).toMatchObject({ code: "timeout" });
       expect(performance.now() - started).toBeLessThan(3_900);
     } finally {

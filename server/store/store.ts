@@ -64,6 +64,8 @@ export class StoreError extends Error {
     /** guard_timeout: an installation or head publication guard was not granted within its bound (not a database fault). */
     readonly code: "unreachable" | "unmigrated" | "incompatible" | "missing_file" | "migration_failed" | "timeout" | "guard_timeout",
     message: string,
+    /** The SQLSTATE or driver code of the database error this one was classified from, if any (logged; never a message). */
+    readonly databaseCode: string | null = null,
   ) {
     super(message);
   }
