@@ -2,8 +2,9 @@
 # Throwaway PostgreSQL cluster for the test suite, on 127.0.0.1 with TLS (a CA made here) and trust auth for loopback.
 #   scripts/pg-cluster.sh start DIR   -> prints shell exports: TEST_POSTGRES_URL, TEST_POSTGRES_CA, TEST_POSTGRES_DIR
 #   scripts/pg-cluster.sh stop DIR
+#   scripts/pg-cluster.sh down DIR / up DIR   -> stops the server (fast shutdown) / starts it again, keeping the cluster
 set -euo pipefail
-cmd=${1:?start|stop}; dir=${2:?cluster directory}
+cmd=${1:?start|stop|down|up}; dir=${2:?cluster directory}
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 [ -n "$bindir" ] || bindir=$(dirname "$(command -v initdb)")
@@ -45,9 +46,16 @@ CONF
   echo "export TEST_POSTGRES_DIR=$dir"
   echo "export TEST_POSTGRES_BIN=$bindir"
   ;;
+down)
+  as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+  ;;
+up)
+  as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    || { cat "$dir/server.log" >&2; exit 1; }
+  ;;
 stop)
   if [ -f "$dir/data/postmaster.pid" ]; then as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true; fi
   rm -rf "$dir"
   ;;
-*) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|down|up DIR" >&2; exit 2 ;;
 esac

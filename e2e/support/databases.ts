@@ -22,13 +22,14 @@ export function testPostgresUrl(): string {
 
 let counter = 0;
 
-export async function createTestDatabase(backend: BackendName): Promise<TestDatabase> {
+/** `postgresUrl`: another cluster than the suite's (a test that stops and starts its own server: pg-cluster.ts). */
+export async function createTestDatabase(backend: BackendName, postgresUrl?: string): Promise<TestDatabase> {
   if (backend === "sqlite") {
     const dir = mkdtempSync(join(tmpdir(), "svc-sqlite-"));
     const url = `sqlite:${join(dir, "service.db")}`;
     return { target: parseDatabaseUrl(url, false), url, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
-  const adminUrl = testPostgresUrl();
+  const adminUrl = postgresUrl ?? testPostgresUrl();
   const name = `t_${process.pid}_${Date.now().toString(36)}_${++counter}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {

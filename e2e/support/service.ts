@@ -37,7 +37,7 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, wha
   }
 }
 
-export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}, options: { replicas?: number } = {}): Promise<ServiceHarness> {
+export async function startServiceHarness(backend: BackendName, env: Record<string, string> = {}, options: { replicas?: number; postgresUrl?: string } = {}): Promise<ServiceHarness> {
   const keys = generateAppKeys();
   const sim = startForgeSimulator({ webhookSecret: WEBHOOK_SECRET });
   // Until the service runs, deliveries to our App are lost (as on a real forge).
@@ -46,7 +46,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
   const dir = mkdtempSync(join(tmpdir(), "svc-int-"));
   writeFileSync(join(dir, "key.pem"), keys.privateKey);
   writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
-  const database = await createTestDatabase(backend);
+  const database = await createTestDatabase(backend, options.postgresUrl);
   await migrateDatabase(database.target, Date.now());
   const config = loadConfig({
     SERVICE_DATABASE_URL: database.url,

@@ -6,7 +6,7 @@ import { createMetrics } from "../observability/metrics.ts";
 import { migrateDatabase, openStore, type Store } from "../store/index.ts";
 import { createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { createApp } from "./app.ts";
-import type { HealthSources, TaskProbe } from "./health.ts";
+import { type HealthSources, READINESS_DATABASE_BOUND_MS, type TaskProbe } from "./health.ts";
 
 let database: TestDatabase;
 let store: Store;
@@ -30,6 +30,12 @@ function app(overrides: Partial<HealthSources> = {}, env: Record<string, string>
   return createApp({ config, build: { version: "0.1.0", buildRevision: null }, health, metrics, webhook });
 }
 const get = (a: ReturnType<typeof app>, path: string) => a.handle(new Request(`http://localhost${path}`));
+/** The test store's methods, bound, for a stand-in that overrides some of them. */
+const withStore = (): Store => ({
+  backend: store.backend, ping: () => store.ping(), schemaIdentity: () => store.schemaIdentity(), execute: (op, options) => store.execute(op, options),
+  acquireSharedGuard: (...args) => store.acquireSharedGuard(...args), acquirePublicationGuards: (...args) => store.acquirePublicationGuards(...args),
+  queueGauges: () => store.queueGauges(), close: async () => {},
+});
 const probe = (alive: boolean, ready = alive): TaskProbe => ({ alive: () => alive, ready: () => ready });
 
 const OPERATOR_ROUTES = ["/", "/api/runtime-identity", "/health/live", "/health/ready", "/metrics"];
@@ -118,6 +124,31 @@ describe("health", () => {
     expect(await response.json()).toMatchObject({ reconciler: false });
   });
 
+  test("readiness reports the database false when one of the store's pools fails, though the schema can be read", async () => {
+    const onePoolDown: Store = { ...withStore(), ping: async () => { throw new Error("statement pool down"); } };
+    const response = await get(app({ store: onePoolDown, worker: probe(true), reconciler: probe(true) }), "/health/ready");
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ database: false });
+  });
+
+  test("readiness answers within its bound with the database false when the database does not answer", async () => {
+    const silent: Store = { ...withStore(), ping: () => new Promise(() => {}), schemaIdentity: () => new Promise(() => {}) };
+    const started = performance.now();
+    const response = await get(app({ store: silent, worker: probe(true), reconciler: probe(true) }), "/health/ready");
+    expect(performance.now() - started).toBeLessThan(READINESS_DATABASE_BOUND_MS + 500);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ database: false });
+  });
+
+  test("a burst of readiness probes checks the database once", async () => {
+    let checks = 0;
+    const counted: Store = { ...withStore(), ping: async () => void checks++ };
+    const a = app({ store: counted, worker: probe(true), reconciler: probe(true) });
+    const responses = await Promise.all(Array.from({ length: 20 }, () => get(a, "/health/ready")));
+    expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(checks).toBe(1);
+  });
+
   test("readiness reports the database false when it cannot be queried", async () => {
     const broken: Store = { ...store, backend: "sqlite", ping: async () => { throw new Error("down"); }, schemaIdentity: async () => { throw new Error("down"); }, queueGauges: store.queueGauges.bind(store), close: async () => {} };
     const response = await get(app({ store: broken }), "/health/ready");
@@ -134,6 +165,7 @@ describe("metrics", () => {
       "service_queue_depth", "service_shared_head_invalidation_depth", "service_shared_head_invalidations_total", "service_dead_jobs",
       "service_insecure_changes_enabled", "service_reconciliations_total", "service_reconciliation_last_success_timestamp_seconds",
       "service_forge_requests_total", "service_forge_rate_limit_remaining",
+      "service_database_errors_total", "service_database_retries_total",
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }

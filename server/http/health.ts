@@ -53,15 +53,37 @@ export function liveness(sources: HealthSources): Liveness {
   };
 }
 
-export async function readiness(sources: HealthSources): Promise<Readiness> {
+/** How long readiness waits for the database check: inside the packaged probe's 3 second timeout. */
+export const READINESS_DATABASE_BOUND_MS = 2_000;
+/** A database check answers every probe that arrives within this long of its start: a burst of probes queries once. */
+export const READINESS_DATABASE_REUSE_MS = 2_000;
+
+export type DatabaseCheck = () => Promise<boolean>;
+
+/**
+ * Readiness' `database` field: every pool of the store runs a statement (Store.ping) and the schema is the binary's, both
+ * within READINESS_DATABASE_BOUND_MS, else false. Probes share one check for READINESS_DATABASE_REUSE_MS, so readiness
+ * follows the database within bound + reuse (4 s) of it going away or coming back. The store bounds its own statements,
+ * so a check given up on here still settles.
+ */
+export function databaseCheck(store: Store, clock: () => number = () => performance.now()): DatabaseCheck {
+  let last: { startedAt: number; result: Promise<boolean> } | null = null;
+  return () => {
+    const now = clock();
+    if (last && now - last.startedAt < READINESS_DATABASE_REUSE_MS) return last.result;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const result = Promise.race([
+      Promise.all([store.ping(), assertCompatible(store)]).then(() => true, () => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(resolve, READINESS_DATABASE_BOUND_MS, false))),
+    ]).finally(() => clearTimeout(timer));
+    last = { startedAt: now, result };
+    return result;
+  };
+}
+
+export async function readiness(sources: HealthSources, checkDatabase: DatabaseCheck = databaseCheck(sources.store)): Promise<Readiness> {
   const hasForgeClient = sources.credentials !== null;
-  let database = false;
-  try {
-    await assertCompatible(sources.store);
-    database = true;
-  } catch {
-    database = false;
-  }
+  const database = await checkDatabase();
   const forgeCredentials = sources.credentials?.isFresh() ?? false;
   const worker = taskField(sources.config.workerEnabled, hasForgeClient, sources.worker, (p) => p.ready());
   const reconciler = taskField(sources.config.reconcileEnabled, hasForgeClient, sources.reconciler, (p) => p.ready());

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Config } from "../config/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { DEFENSIVE_HEADERS, jsonResponse } from "./defensive-headers.ts";
-import { type HealthSources, liveness, readiness } from "./health.ts";
+import { databaseCheck, type HealthSources, liveness, readiness } from "./health.ts";
 import { LivenessDocument, ReadinessDocument, RootDocument, RuntimeIdentity } from "./schemas.ts";
 
 export const PRODUCT_NAME = "Code-owner approval check service";
@@ -12,6 +12,7 @@ export type BuildInfo = { readonly version: string; readonly buildRevision: stri
 /** `/`, `/api/runtime-identity`, `/health/live`, `/health/ready`, `/metrics` (spec "Endpoints"). */
 export function opsRoutes(deps: { config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics }) {
   const { config, build, health, metrics } = deps;
+  const checkDatabase = databaseCheck(health.store);
   const identity = {
     schema_version: 1 as const,
     environment: config.environment,
@@ -44,7 +45,7 @@ export function opsRoutes(deps: { config: Config; build: BuildInfo; health: Heal
     .get(
       "/health/ready",
       async () => {
-        const body = await readiness(health);
+        const body = await readiness(health, checkDatabase);
         return jsonResponse(body, body.status === "ready" ? 200 : 503);
       },
       { response: { 200: ReadinessDocument, 503: ReadinessDocument }, detail: { summary: "Readiness", tags: ["health"] } },
