@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, type Scenario } from "../forge/scenario.ts";
+import { UNPACED_FORGE } from "../bench/unpaced-forge.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
 import { ROOT, runBinary, type RunningBinary, startBinary } from "../support/binary.ts";
 import { WEBHOOK_SECRET } from "../support/service.ts";
@@ -135,7 +136,8 @@ export async function chaosFixture(cluster: Cluster, replicas: number, env: Reco
   const settings = {
     SERVICE_DATABASE_URL: databaseUrl, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
     SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"), SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "secret"),
-    SERVICE_WORKER_LEASE_SECONDS: "3", SERVICE_RECONCILE_INTERVAL_SECONDS: "10", ...env,
+    // The simulator has no secondary limits, and the suite is about durability, not pacing.
+    ...UNPACED_FORGE, SERVICE_WORKER_LEASE_SECONDS: "3", SERVICE_RECONCILE_INTERVAL_SECONDS: "10", ...env,
   };
   const migrated = runBinary(["database", "migrate"], settings);
   if (migrated.exitCode !== 0) throw new Error(`migrate failed: ${migrated.stderr}`);
