@@ -32,6 +32,12 @@ export type WorkerOptions = {
 
 export const DEFAULT_WORKER_OPTIONS = { concurrency: 4, leaseMs: 30_000, pollMs: 500, drainMs: 5_000, jobDeadlineMs: 600_000 } as const;
 
+/**
+ * A slot that has not come round its loop for this long while claiming or idling (or this long past its job's deadline and
+ * grace while working) is stalled: the worker no longer counts as alive, so liveness and readiness say so.
+ */
+export const SLOT_STALL_MS = 30_000;
+
 /** How long a cancelled handler may take to stop before its slot abandons it (well-behaved handlers stop at once). */
 const CANCEL_GRACE_MS = 1_000;
 
@@ -63,6 +69,8 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
   let crashed = false;
   let claims = 0;
   const slots: Promise<void>[] = [];
+  /** Per slot, the time by which it must come round its loop again (SLOT_STALL_MS). */
+  const dueBy: number[] = [];
   const inFlight = new Set<AbortController>();
   let wakeIdle: (() => void) | null = null;
   let idleGate: Promise<void> | null = null;
@@ -81,8 +89,9 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
     return idleGate;
   };
 
-  async function slot() {
+  async function slot(index: number) {
     while (running) {
+      dueBy[index] = ctx.now() + SLOT_STALL_MS;
       let row: JobRow | null;
       try {
         const token = leaseToken(ctx.workerId, ++claims);
@@ -96,6 +105,7 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
         await idle(options.pollMs);
         continue;
       }
+      dueBy[index] = ctx.now() + options.jobDeadlineMs + CANCEL_GRACE_MS + SLOT_STALL_MS;
       await runRow(row);
     }
   }
@@ -224,13 +234,19 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
     });
   }
 
+  /** Running, no slot crashed, and every slot came round its loop in time (none is stuck on a call that never settles). */
+  function alive(): boolean {
+    const now = ctx.now();
+    return running && !crashed && dueBy.every((due) => now <= due);
+  }
+
   return {
     start() {
       if (running) return;
       running = true;
       for (let i = 0; i < options.concurrency; i++) {
         slots.push(
-          slot().catch((error) => {
+          slot(i).catch((error) => {
             crashed = true;
             ctx.log.fatal({ error: (error as Error).name }, "a worker slot stopped unexpectedly");
           }),
@@ -253,7 +269,7 @@ export function createWorker(ctx: WorkerContext, options: WorkerOptions): Worker
     wake() {
       wakeIdle?.();
     },
-    alive: () => running && !crashed,
-    ready: () => running && !crashed,
+    alive,
+    ready: alive,
   };
 }
