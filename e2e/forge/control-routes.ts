@@ -1,11 +1,12 @@
 // The simulator's HTTP control API (`POST /_control/<operation>` with a JSON body), for tests in other processes and the demo.
 import type { SimulatorControl } from "./control.ts";
 import type { Fault, FaultTable } from "./faults.ts";
+import type { RequestCounter } from "./request-counter.ts";
 import type { TokenRequest } from "./rest.ts";
 
 export interface RequestRecord { method: string; path: string; query: string; status: number; auth: "jwt" | "token" | "none"; apiVersion: string | null }
 
-export interface ControlContext { control: SimulatorControl; faults: FaultTable; requests: RequestRecord[]; tokenRequests: TokenRequest[] }
+export interface ControlContext { control: SimulatorControl; faults: FaultTable; requests: RequestRecord[]; counter: RequestCounter; tokenRequests: TokenRequest[] }
 
 type Op = (c: ControlContext, body: any) => unknown;
 
@@ -42,6 +43,8 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "faults-clear": (c) => c.faults.clear(),
   "requests": (c) => c.requests,
   "requests-clear": (c) => { c.requests.length = 0; },
+  "request-counts": (c) => c.counter.snapshot(),
+  "request-counts-clear": (c) => c.counter.reset(),
   "token-requests": (c) => c.tokenRequests,
   "deliveries": (c) => c.control.deliveries.map(({ body: _body, ...d }) => d),
 };

@@ -47,6 +47,7 @@ const samples = (): Record<string, { url: string; body?: unknown; accept?: strin
     "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews": { url: `${r}/pulls/${s.pullNumber}/reviews`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/contents/{path}": { url: `${r}/contents/.forge%2FCODEOWNERS?ref=${s.baseSha}`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/git/blobs/{file_sha}": { url: "", status: 200, auth: "token" },
+    "GET /repos/{owner}/{repo}/commits/{ref}": { url: `${r}/commits/${s.headSha}`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/collaborators/{username}/permission": { url: `${r}/collaborators/alice/permission`, status: 200, auth: "token" },
     "GET /orgs/{org}/memberships/{username}": { url: `/orgs/${s.org}/memberships/alice`, status: 200, auth: "token" },
     "GET /orgs/{org}/teams/{team_slug}": { url: `/orgs/${s.org}/teams/core`, status: 200, auth: "token" },

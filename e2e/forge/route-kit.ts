@@ -10,7 +10,8 @@ export interface Ctx {
   req: Request; url: URL; params: Record<string, string>; auth: Auth; control: SimulatorControl; faults: FaultTable;
   base: string; body: unknown; tokenRequests: TokenRequest[];
 }
-export interface Result { status: number; body?: unknown; headers?: Record<string, string> }
+/** `text`: a body sent as it is (with the content-type in `headers`) instead of JSON; an `etag` in `headers` replaces the computed one. */
+export interface Result { status: number; body?: unknown; text?: string; headers?: Record<string, string> }
 export interface TokenRequest { installationId: number; permissions: Record<string, string> | null; granted: boolean }
 
 export class HttpFail extends Error {

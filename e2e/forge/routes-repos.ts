@@ -3,6 +3,8 @@ import { diffCommits } from "./git.ts";
 import { BLOB_CONTENT_LIMIT, MAX_LISTED_PULL_FILES, ok, paginate, repoFor, resolveRef, pullCounts, mustPull, s, HttpFail, type Route } from "./route-kit.ts";
 import { pullJson, repositoryJson, reviewJson } from "./shapes.ts";
 
+const SHA_MEDIA_TYPE = "application/vnd.github.sha";
+
 export const REPOSITORY_ROUTES: Route[] = [
   { method: "GET", path: "/repos/{owner}/{repo}", auth: "token", permission: ["metadata", "read"], handle: (ctx) => ok(repositoryJson(ctx.base, s(ctx), repoFor(ctx))) },
   {
@@ -65,6 +67,28 @@ export const REPOSITORY_ROUTES: Route[] = [
         content: big ? "" : wrap64(Buffer.from(bytes).toString("base64")), url: self, git_url: `${ctx.base}/repos/${full}/git/blobs/${blobSha}`,
         html_url: `${ctx.base}/html/${full}/blob/${sha}/${path}`, download_url: `${ctx.base}/html/${full}/raw/${sha}/${path}`,
         _links: { self, git: `${ctx.base}/repos/${full}/git/blobs/${blobSha}`, html: `${ctx.base}/html/${full}/blob/${sha}/${path}` },
+      });
+    },
+  },
+  {
+    // A commit by SHA, branch or HEAD (the default branch). With the SHA media type the body is the bare SHA and the ETag is
+    // that SHA quoted, so `If-None-Match: "<sha>"` answers 304 while the ref still points there (as the forge documents).
+    method: "GET", path: "/repos/{owner}/{repo}/commits/{ref}", auth: "token", permission: ["contents", "read"], handle: (ctx) => {
+      const repo = repoFor(ctx);
+      const ref = ctx.params.ref!;
+      const sha = resolveRef(repo, ref === "HEAD" ? null : ref);
+      const commit = sha ? s(ctx).commits.get(sha) : undefined;
+      if (!sha || !commit) throw new HttpFail(404, "Not Found");
+      if ((ctx.req.headers.get("accept") ?? "").includes(SHA_MEDIA_TYPE)) {
+        return { status: 200, text: sha, headers: { "content-type": `${SHA_MEDIA_TYPE}; charset=utf-8`, etag: `"${sha}"` } };
+      }
+      const full = `${repo.ownerLogin}/${repo.name}`;
+      const person = { name: repo.ownerLogin, email: `${repo.ownerLogin}@users.noreply.example`, date: commit.date };
+      return ok({
+        sha, node_id: Buffer.from(`Commit:${sha}`).toString("base64"), url: `${ctx.base}/repos/${full}/commits/${sha}`,
+        html_url: `${ctx.base}/html/${full}/commit/${sha}`, comments_url: `${ctx.base}/repos/${full}/commits/${sha}/comments`,
+        commit: { url: `${ctx.base}/repos/${full}/git/commits/${sha}`, author: person, committer: person, message: commit.message, comment_count: 0, tree: { sha, url: `${ctx.base}/repos/${full}/git/trees/${sha}` } },
+        author: null, committer: null, parents: commit.parent ? [{ sha: commit.parent, url: `${ctx.base}/repos/${full}/commits/${commit.parent}` }] : [],
       });
     },
   },

@@ -1,6 +1,7 @@
 // A base fixture for tests and the demo: one organization with our App installed, a target repository with CODEOWNERS and
 // policy at the base commit, an organization policy repository, teams, collaborators and a trusted review App. Tests tweak it.
 import { createHash, createSign, generateKeyPairSync } from "node:crypto";
+import { makeCommit } from "./git.ts";
 import type { ForgeSimulator } from "./simulator.ts";
 
 export interface AppKeys { privateKey: string; publicKey: string }
@@ -99,9 +100,11 @@ export function onlyFirstAppReceivesWebhooks(sim: ForgeSimulator, onFirst?: (app
 
 /**
  * Silent bulk fixtures for long lists (no webhooks; the forge would have sent them long ago): `count` open pull requests, each
- * on a head commit of its own (the list route does not read commits), numbered on from the repository's next number.
+ * on a head commit of its own, numbered on from the repository's next number. Without `files` the head is only a SHA (the list
+ * route does not read commits); with `files` it is a real commit on the base changing those files (path → content), so every
+ * route of the pull request answers as for one opened normally (e.g. the service can evaluate it), without a webhook each.
  */
-export function addOpenPullRequests(sim: ForgeSimulator, args: { owner: string; repo: string; count: number; base?: string }): number[] {
+export function addOpenPullRequests(sim: ForgeSimulator, args: { owner: string; repo: string; count: number; base?: string; files?: (number: number) => Record<string, string> }): number[] {
   const c = sim.control;
   const repo = c.mustRepo(args.owner, args.repo);
   const base = args.base ?? repo.defaultBranch;
@@ -110,10 +113,14 @@ export function addOpenPullRequests(sim: ForgeSimulator, args: { owner: string; 
   for (let i = 0; i < args.count; i++) {
     const number = repo.nextNumber++;
     const at = c.now();
+    const headRef = `filler-${number}`;
+    const headSha = args.files
+      ? makeCommit(c.state, baseSha, args.files(number), `Filler ${number}`, at).sha
+      : createHash("sha1").update(`filler ${args.owner}/${args.repo}#${number}`).digest("hex");
+    if (args.files) repo.branches.set(headRef, headSha);
     repo.pulls.set(number, {
       id: c.state.nextId("pull"), number, title: `Filler ${number}`, authorLogin: "erin", state: "open", draft: false,
-      headRef: `filler-${number}`, headSha: createHash("sha1").update(`filler ${args.owner}/${args.repo}#${number}`).digest("hex"),
-      baseRef: base, baseSha, labels: [], reviews: [], createdAt: at, updatedAt: at, closedAt: null,
+      headRef, headSha, baseRef: base, baseSha, labels: [], reviews: [], createdAt: at, updatedAt: at, closedAt: null,
     });
     added.push(number);
   }

@@ -199,3 +199,36 @@ describe("App-manifest conversion", () => {
     expect((await fetch(`${sim.url}/app-manifests/${code}/conversions`, { method: "POST" })).status).toBe(404);
   });
 });
+
+describe("request counts", () => {
+  test("every answer is counted by route template and status, 304s apart, for as long as the simulator runs", async () => {
+    const auth = `token ${(await token()).body.token}`;
+    sim.counter.reset();
+    const first = await get("/repos/acme/web", auth);
+    const etag = first.headers.get("etag")!;
+    expect((await get("/repos/acme/web", auth, { "if-none-match": etag })).status).toBe(304);
+    expect((await get("/repos/acme/nope", auth)).status).toBe(404);
+    expect((await get("/no/such/route", auth)).status).toBe(404);
+    const counts = sim.counter.snapshot();
+    expect(counts.routes).toEqual({ "GET /repos/{owner}/{repo}": { "200": 1, "304": 1, "404": 1 }, "GET (unmatched)": { "404": 1 } });
+    expect([counts.total, counts.counted, counts.notModified]).toEqual([4, 3, 1]);
+    sim.requests.length = 0; // the bounded log is no part of the counts
+    expect(sim.counter.snapshot().total).toBe(4);
+  });
+});
+
+describe("a branch head by the SHA media type", () => {
+  test("answers the bare SHA, and 304 to If-None-Match with that SHA until the branch moves", async () => {
+    const auth = `token ${(await token()).body.token}`;
+    const sha = { accept: "application/vnd.github.sha" };
+    const head = sim.control.state.repo("acme", ".forge")!.branches.get("main")!;
+    const res = await get("/repos/acme/.forge/commits/HEAD", auth, sha);
+    expect([res.status, await res.text(), res.headers.get("etag")]).toEqual([200, head, `"${head}"`]);
+    expect((await get("/repos/acme/.forge/commits/HEAD", auth, { ...sha, "if-none-match": `"${head}"` })).status).toBe(304);
+    const moved = await sim.control.commit({ owner: "acme", repo: ".forge", branch: "main", files: { "README.md": "moved\n" } });
+    const after = await get("/repos/acme/.forge/commits/HEAD", auth, { ...sha, "if-none-match": `"${head}"` });
+    expect([after.status, await after.text()]).toEqual([200, moved.sha]);
+    expect((await get("/repos/acme/.forge/commits/main", auth, sha)).status).toBe(200);
+    expect((await get("/repos/acme/.forge/commits/no-such-branch", auth, sha)).status).toBe(404);
+  });
+});

@@ -9,6 +9,7 @@ import { FaultTable, type Fault } from "./faults.ts";
 import { verifyAppJwt } from "./jwt.ts";
 import { ForgeState } from "./model.ts";
 import { PrimaryRateLimits } from "./rate-limits.ts";
+import { RequestCounter } from "./request-counter.ts";
 import { HttpFail, ROUTES, type Auth, type Ctx, type Result, type Route, type TokenRequest } from "./rest.ts";
 
 export interface ForgeSimulatorOptions {
@@ -24,6 +25,8 @@ export interface ForgeSimulator {
   /** Primary rate limits for the installations a test gives one (rate-limits.ts). */
   rateLimits: PrimaryRateLimits;
   requests: RequestRecord[];
+  /** Every REST request answered, by route template and status (unbounded in time, bounded by the routes: see request-counter.ts). */
+  counter: RequestCounter;
   tokenRequests: TokenRequest[];
   injectFault(fault: Fault): number;
   stop(): Promise<void>;
@@ -58,6 +61,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   const faults = new FaultTable();
   const rateLimits = new PrimaryRateLimits(options.rateLimitClock);
   const requests: RequestRecord[] = [];
+  const counter = new RequestCounter();
   const tokenRequests: TokenRequest[] = [];
   let base = "";
   const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs });
@@ -82,6 +86,15 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
     requests.push(record);
     if (requests.length > MAX_LOGGED) requests.splice(0, requests.length - MAX_LOGGED);
+    const match = matchRoute(req.method, url.pathname);
+    try {
+      return await answer(req, url, record, match);
+    } finally {
+      counter.add(record.method, match?.route.path ?? null, record.status);
+    }
+  }
+
+  async function answer(req: Request, url: URL, record: RequestRecord, match: ReturnType<typeof matchRoute>): Promise<Response> {
     const page = Number(url.searchParams.get("page") ?? 1) || 1;
     const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate"]);
     if (fault?.kind === "slow") await Bun.sleep(fault.delayMs ?? 1000);
@@ -99,7 +112,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     let result: Result;
     const charged: { installationId?: number } = {};
     try {
-      result = await route(req, url, record, charged);
+      result = await route(req, url, record, match, charged);
     } catch (error) {
       if (error instanceof HttpFail) result = { status: error.status, body: { message: error.message, status: String(error.status) } };
       else throw error;
@@ -113,8 +126,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     return response;
   }
 
-  async function route(req: Request, url: URL, record: RequestRecord, charged: { installationId?: number }): Promise<Result> {
-    const match = matchRoute(req.method, url.pathname);
+  async function route(req: Request, url: URL, record: RequestRecord, match: ReturnType<typeof matchRoute>, charged: { installationId?: number }): Promise<Result> {
     if (!match) throw new HttpFail(404, "Not Found");
     const auth = authenticate(req, match.route);
     record.auth = auth.kind;
@@ -160,14 +172,14 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
       "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
       "x-ratelimit-used": "1", "x-ratelimit-resource": "core", "x-github-request-id": crypto.randomUUID(), ...result.headers,
     };
-    if (result.body === undefined) return new Response(null, { status: result.status, headers });
-    headers["content-type"] = "application/json; charset=utf-8";
-    const text = JSON.stringify(result.body);
+    if (result.body === undefined && result.text === undefined) return new Response(null, { status: result.status, headers });
+    headers["content-type"] ??= "application/json; charset=utf-8";
+    const text = result.text ?? JSON.stringify(result.body);
     if (record.method === "GET" && result.status === 200) {
       // Conditional requests as on the forge: a matching If-None-Match gets 304 without a body (and spends no rate limit).
       // A fast non-cryptographic digest: an ETag only has to change when the body does (sha1 was a tenth of the
       // simulator's CPU under the ingest benchmark, which runs it on the same cores as the service).
-      headers.etag = `W/"${Bun.hash(text).toString(16)}"`;
+      headers.etag = result.headers?.etag ?? `W/"${Bun.hash(text).toString(16)}"`;
       if (ifNoneMatch === headers.etag) {
         record.status = 304;
         delete headers["content-type"];
@@ -182,7 +194,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     if (!op) return Response.json({ message: "unknown control operation" }, { status: 404 });
     try {
       const text = req.method === "GET" ? "" : await req.text();
-      const result = await op({ control, faults, requests, tokenRequests }, text ? JSON.parse(text) : {});
+      const result = await op({ control, faults, requests, counter, tokenRequests }, text ? JSON.parse(text) : {});
       return Response.json(result ?? { ok: true }, { status: 200 });
     } catch (error) {
       const status = error instanceof ControlError ? error.status : 400;
@@ -191,7 +203,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   }
 
   return {
-    url: base, control, faults, rateLimits, requests, tokenRequests,
+    url: base, control, faults, rateLimits, requests, counter, tokenRequests,
     injectFault: (fault) => faults.add(fault),
     async stop() {
       await server.stop(true);

@@ -1,0 +1,297 @@
+#!/usr/bin/env bun
+/**
+ * Forge request economy (issue 18 item 1): how many REST requests the compiled service sends the forge simulator, counted by
+ * the simulator itself (every answer, by route template and status: e2e/forge/request-counter.ts).
+ * - pull requests of 50 and 2,999 files: opened, approved (alice, an owner of the docs paths and checked through both teams),
+ *   pushed (one file changed), approved again; requests per step and in all. Reconciler off.
+ * - one steady reconciler scan with nothing changed at N = 50, 200 and 1,000 open pull requests: N - 1 silent bulk pull requests
+ *   (real commits, no webhooks) beside the scenario's own; the service starts with the reconciler on and evaluates them all,
+ *   then restarts with an interval long enough for a scan and its work to finish within it (measured from the first round);
+ *   after its startup scan has drained, one whole interval scan and the work it queues are counted.
+ * - one membership event with those pull requests open: the docs team gains an active member; only the pull requests whose
+ *   owner sets name @acme/docs (the scenario's own; the bulk ones change src/ only) can be affected.
+ * - the largest N the default settings sustain within 2,500 counted requests an hour, computed from the figures above.
+ * A 304 answer to a conditional request spends no primary rate limit on the forge: `total` counts every answer, `counted` all but
+ * 304s (`not_modified`). Quiet = the service's queue is empty and the simulator answered nothing for QUIET_MS.
+ *
+ *   bash scripts/bench.sh economy                          (dist/service only)
+ *   ECONOMY_BENCH_BINARIES=old=/tmp/old/service,new=dist/service bash scripts/bench.sh economy
+ *     each build runs the same steps in the same run, side by side (BENCH_SERVICE_COMMAND, when set, replaces dist/service)
+ *   ECONOMY_BENCH_SIZES=50,200 (default 50,200,1000)
+ * Needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster); without it each service gets a SQLite file.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { DEFAULTS } from "../../server/config/index.ts";
+import { diffCommits } from "../forge/git.ts";
+import { countsSince, type RequestCounts } from "../forge/request-counter.ts";
+import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { BINARY, ensureBinary, type RunningBinary, runBinary, startBinary } from "../support/binary.ts";
+import { createTestDatabase, type TestDatabase } from "../support/databases.ts";
+
+const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
+const QUIET_MS = 1500;
+const SETTLE_TIMEOUT_MS = 30 * 60_000;
+const SIZES = (process.env.ECONOMY_BENCH_SIZES ?? "50,200,1000").split(",").map(Number);
+const HOURLY_BUDGET = 2500;
+const FULL_SWEEP_HOURS = Number((DEFAULTS as Record<string, unknown>).reconcileFullSweepHours ?? 24);
+const SCANS_PER_HOUR = 3600 / DEFAULTS.reconcileIntervalSeconds;
+const PULL = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+const INSTALLATIONS = "GET /app/installations";
+/** The identity probe runs on its own clock; it is no part of any step (its interval is set to the maximum, 300 s). */
+const PROBE = "GET /app";
+const REPOSITORIES = 2; // the scenario's acme/web and acme/.forge
+
+const binaries = (process.env.ECONOMY_BENCH_BINARIES ?? `current=${process.env.BENCH_SERVICE_COMMAND ?? BINARY}`).split(",").map((entry) => {
+  const at = entry.indexOf("=");
+  return at > 0 ? { name: entry.slice(0, at), path: resolve(entry.slice(at + 1)) } : { name: entry, path: resolve(entry) };
+});
+if (binaries.some((b) => b.path === BINARY)) ensureBinary();
+
+type Step = { total: number; counted: number; not_modified: number; evaluations: number; routes: RequestCounts["routes"] };
+
+function step(counts: RequestCounts): Step {
+  const routes = { ...counts.routes };
+  delete routes[PROBE]; // see PROBE
+  let total = 0;
+  let notModified = 0;
+  for (const statuses of Object.values(routes)) for (const [status, n] of Object.entries(statuses)) {
+    total += n;
+    if (status === "304") notModified += n;
+  }
+  const evaluations = Object.values(routes[PULL] ?? {}).reduce((sum, n) => sum + n, 0);
+  return { total, counted: total - notModified, not_modified: notModified, evaluations, routes };
+}
+
+async function metric(service: RunningBinary, name: string): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return text.split("\n").filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`)).reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+}
+
+/** Waits until the service's queue is empty, `done` holds and the simulator has answered nothing for QUIET_MS. */
+async function settle(sim: ForgeSimulator, service: RunningBinary, done: () => boolean | Promise<boolean> = () => true): Promise<void> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const total = sim.counter.snapshot().total;
+    if (total !== last) {
+      last = total;
+      since = Date.now();
+    } else if (Date.now() - since >= QUIET_MS && (await metric(service, "service_queue_depth")) === 0 && (await done())) return;
+    if (Date.now() > deadline) throw new Error(`the service did not settle:\n${service.output().split("\n").slice(-20).join("\n")}`);
+    await Bun.sleep(100);
+  }
+}
+
+async function measure(sim: ForgeSimulator, service: RunningBinary, action: () => Promise<unknown>, done?: () => boolean | Promise<boolean>): Promise<Step> {
+  const before = sim.counter.snapshot();
+  await action();
+  await settle(sim, service, done);
+  return step(countsSince(before, sim.counter.snapshot()));
+}
+
+type Harness = { sim: ForgeSimulator; scenario: Scenario; database: TestDatabase; env: Record<string, string>; dir: string };
+
+async function harness(binary: string, reconcileIntervalSeconds: number | null): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-economy-"));
+  const keys = generateAppKeys();
+  const sim = startForgeSimulator({ webhookSecret: SECRET });
+  const scenario = await createScenario(sim, { keys });
+  writeFileSync(join(dir, "key.pem"), keys.privateKey);
+  writeFileSync(join(dir, "secret"), SECRET);
+  const database = await createTestDatabase(process.env.TEST_POSTGRES_URL ? "postgresql" : "sqlite");
+  const env = {
+    SERVICE_DATABASE_URL: database.url, SERVICE_FORGE_API_URL: sim.url, SERVICE_FORGE_APP_ID: String(scenario.appId),
+    SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"), SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "secret"),
+    SERVICE_WORKER_ENABLED: "true", SERVICE_RECONCILE_ENABLED: String(reconcileIntervalSeconds !== null),
+    SERVICE_RECONCILE_INTERVAL_SECONDS: String(reconcileIntervalSeconds ?? 300), SERVICE_LOG_LEVEL: "info",
+    SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS: "300", SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS: "900",
+  };
+  const migrate = runBinary(["database", "migrate"], env, { binary });
+  if (migrate.exitCode !== 0) throw new Error(`migrate failed: ${migrate.stderr}`);
+  return { sim, scenario, database, env, dir };
+}
+
+async function start(h: Harness, binary: string, env: Record<string, string> = {}): Promise<RunningBinary> {
+  const service = await startBinary({ ...h.env, ...env }, { binary });
+  h.sim.control.mustApp(h.scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
+  return service;
+}
+
+async function cleanup(h: Harness, service: RunningBinary | null): Promise<void> {
+  await service?.stop();
+  await h.sim.stop();
+  await h.database.drop();
+  rmSync(h.dir, { recursive: true, force: true });
+}
+
+const completed = (h: Harness, headSha: string) => () =>
+  h.sim.control.checkRuns({ owner: "acme", repo: "web", headSha }).some((run) => run.status === "completed");
+
+/** Opened, approved, pushed, approved again, for a pull request changing `files` files (one docs file, the rest under src/). */
+async function pullRequestFlow(h: Harness, service: RunningBinary, files: number) {
+  const c = h.sim.control;
+  const branch = `bench-${files}`;
+  const changes: Record<string, string> = { [`docs/${branch}.md`]: "# Bench\n" };
+  for (let i = 1; i < files; i++) changes[`src/${branch}/file-${String(i).padStart(4, "0")}.ts`] = `export const v${i} = ${i};\n`;
+  await c.commit({ owner: "acme", repo: "web", branch, files: changes, sender: "erin" });
+  await settle(h.sim, service); // the push of a branch without a pull request is no part of the steps
+  let head = c.state.repo("acme", "web")!.branches.get(branch)!;
+  let number = 0;
+  const opened = await measure(h.sim, service, async () => { number = (await c.openPullRequest({ owner: "acme", repo: "web", head: branch, author: "erin" })).number; }, completed(h, head));
+  const approved = await measure(h.sim, service, () => c.submitReview({ owner: "acme", repo: "web", number, user: "alice", state: "APPROVED" }), completed(h, head));
+  const pushed = await measure(h.sim, service, async () => { head = (await c.pushToPullRequest({ owner: "acme", repo: "web", number, files: { [`src/${branch}/file-0001.ts`]: "export const v1 = 'changed';\n" } })).sha; }, completed(h, head));
+  const approvedAgain = await measure(h.sim, service, () => c.submitReview({ owner: "acme", repo: "web", number, user: "alice", state: "APPROVED" }), completed(h, head));
+  const steps = { opened, approved, pushed, approved_again: approvedAgain };
+  const sum = (key: "total" | "counted" | "not_modified") => Object.values(steps).reduce((n, s) => n + s[key], 0);
+  return { files, steps, all_steps: { total: sum("total"), counted: sum("counted"), not_modified: sum("not_modified") } };
+}
+
+async function pullRequestFlows(binary: string) {
+  const h = await harness(binary, null);
+  let service: RunningBinary | null = null;
+  try {
+    service = await start(h, binary);
+    // Warm-up (not counted): the installation token, the organization policy and the code-owners file at the base commit.
+    await warmUp(h, service);
+    return { pr_50_files: await pullRequestFlow(h, service, 50), pr_2999_files: await pullRequestFlow(h, service, 2999) };
+  } finally {
+    await cleanup(h, service);
+  }
+}
+
+async function warmUp(h: Harness, service: RunningBinary) {
+  const c = h.sim.control;
+  await c.commit({ owner: "acme", repo: "web", branch: "warm-up", files: { "src/warm-up.ts": "export {};\n" }, sender: "erin" });
+  const head = c.state.repo("acme", "web")!.branches.get("warm-up")!;
+  await measure(h.sim, service, () => c.openPullRequest({ owner: "acme", repo: "web", head: "warm-up", author: "erin" }), completed(h, head));
+}
+
+/** One steady scan (and one membership event) with `n` open pull requests. */
+async function steadyScan(binary: string, n: number) {
+  const h = await harness(binary, 86_400);
+  let service: RunningBinary | null = null;
+  try {
+    addOpenPullRequests(h.sim, { owner: "acme", repo: "web", count: n - 1, files: (number) => ({ [`src/bulk/${number}.ts`]: `export const n = ${number};\n` }) });
+    const heads = [...h.sim.control.state.repo("acme", "web")!.pulls.values()].filter((p) => p.state === "open").map((p) => p.headSha);
+    const allCompleted = () => {
+      const done = new Set(h.sim.control.checkRuns({ owner: "acme", repo: "web" }).filter((r) => r.status === "completed").map((r) => r.head_sha));
+      return heads.every((sha) => done.has(sha));
+    };
+    // 1. The first round evaluates every pull request (timed, to choose an interval the steady scan and its work fit in).
+    let started = performance.now();
+    service = await start(h, binary);
+    await settle(h.sim, service, async () => (await metric(service!, "service_reconciliations_total")) >= 1 && allCompleted());
+    const firstRoundSeconds = (performance.now() - started) / 1000;
+    await service.stop();
+    service = null;
+    const interval = Math.max(20, Math.ceil(2 * firstRoundSeconds + 10));
+    // 2. Restart with that interval: the startup scan runs and its work drains; then one interval scan is counted.
+    service = await start(h, binary, { SERVICE_RECONCILE_ENABLED: "true", SERVICE_RECONCILE_INTERVAL_SECONDS: String(interval) });
+    await settle(h.sim, service, async () => (await metric(service!, "service_reconciliations_total")) >= 1);
+    started = performance.now();
+    const scan = await measure(h.sim, service, async () => {
+      while ((await metric(service!, "service_reconciliations_total")) < 2) await Bun.sleep(100);
+    });
+    const scanSeconds = (performance.now() - started) / 1000 - interval;
+    // 3. A membership event: the docs team gains an active member.
+    const membership = await measure(h.sim, service, () => h.sim.control.setTeamMembership({ org: "acme", team: "docs", user: "frank", state: "active" }));
+    const scans = (s: Step) => Object.values(s.routes[INSTALLATIONS] ?? {}).reduce((a, b) => a + b, 0);
+    const overlap = scans(scan) !== 1 || scans(membership) !== 0;
+    // The pull requests whose owner sets name @acme/docs: those changing a path under docs/ (CODEOWNERS of the scenario).
+    const affected = [...h.sim.control.state.repo("acme", "web")!.pulls.values()]
+      .filter((p) => p.state === "open" && diffCommits(h.sim.control.state, p.baseSha, p.headSha).some((f) => f.filename.startsWith("docs/"))).length;
+    return {
+      open_pull_requests: n, first_round_seconds: +firstRoundSeconds.toFixed(1), interval_seconds: interval, scan_work_seconds: +Math.max(0, scanSeconds).toFixed(1),
+      ...(overlap ? { error: "another scan ran inside a measured window: the figures below are not one scan's" } : {}),
+      steady_scan: scan, membership_event: { ...membership, affected_pull_requests: affected },
+    };
+  } finally {
+    await cleanup(h, service);
+  }
+}
+
+/** y at x on the polyline through the measured points (sorted by x), extended by its first and last segments (through the origin before a single point). */
+function interpolate(points: { x: number; y: number }[]): (x: number) => number {
+  const sorted = [...points].sort((a, b) => a.x - b.x);
+  if (sorted.length === 0) return () => 0;
+  if (sorted.length === 1) return (x) => (sorted[0]!.y / sorted[0]!.x) * x;
+  return (x) => {
+    let i = sorted.findIndex((p) => p.x >= x);
+    if (i === -1) i = sorted.length - 1; // past the last point: the last segment
+    if (i === 0) i = 1; // before the first: the first segment
+    const a = sorted[i - 1]!;
+    const b = sorted[i]!;
+    return Math.max(0, a.y + ((b.y - a.y) * (x - a.x)) / (b.x - a.x));
+  };
+}
+
+/**
+ * Counted requests an hour at N open pull requests: the default number of scans an hour times a steady scan's counted cost
+ * (interpolated between the measured sizes, extended linearly past them), plus, when a steady scan re-evaluated fewer pull
+ * requests than were open, the rolling full sweep re-evaluating each once per FULL_SWEEP_HOURS at the counted cost of one
+ * re-evaluation with nothing changed (measured by the membership event, per evaluation it caused, interpolated in N).
+ */
+function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
+  const scanCost = interpolate(scans.map((s) => ({ x: s.open_pull_requests, y: s.steady_scan.counted })));
+  const perEvaluation = interpolate(scans.filter((s) => s.membership_event.evaluations > 0).map((s) => ({ x: s.open_pull_requests, y: s.membership_event.counted / s.membership_event.evaluations })));
+  const sweeps = scans.every((s) => s.steady_scan.evaluations < s.open_pull_requests);
+  const hourly = (n: number) => SCANS_PER_HOUR * scanCost(n) + (sweeps ? (n / FULL_SWEEP_HOURS) * perEvaluation(n) : 0);
+  // The largest N within budget, counting up (costs need not grow evenly between measured sizes), to 10,000,000 at most.
+  let lo = 0;
+  for (let n = 1; n <= 10_000_000 && hourly(n) <= HOURLY_BUDGET; n = n < 1000 ? n + 1 : n + Math.ceil(n / 1000)) lo = n;
+  return {
+    largest_n: lo,
+    counted_per_hour_at_10000: Math.round(hourly(10_000)),
+    model: {
+      counts: "counted (all answers but 304)", scans_per_hour: SCANS_PER_HOUR, reconcile_interval_seconds: DEFAULTS.reconcileIntervalSeconds,
+      scan_counted: "interpolated between the measured steady scans, extended linearly past them",
+      full_sweep: sweeps ? { hours: FULL_SWEEP_HOURS, counted_per_evaluation: "the membership event's counted requests per evaluation, interpolated in N" } : "none: every steady scan re-evaluates every open pull request",
+    },
+  };
+}
+
+const progress = (message: string) => console.error(`economy-bench: ${message}`);
+const results: Record<string, unknown> = {};
+for (const binary of binaries) {
+  progress(`${binary.name}: pull request flows`);
+  const flows = await pullRequestFlows(binary.path);
+  const scans = [];
+  for (const n of SIZES) {
+    progress(`${binary.name}: steady scan with ${n} open pull requests`);
+    scans.push(await steadyScan(binary.path, n));
+  }
+  results[binary.name] = { binary: binary.path, ...flows, scans, sustainable: sustainable(scans) };
+}
+
+type BinaryResult = { pr_50_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; pr_2999_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; scans: Awaited<ReturnType<typeof steadyScan>>[]; sustainable: ReturnType<typeof sustainable> };
+const view = (r: BinaryResult) => ({
+  pr_50_files: { ...Object.fromEntries(Object.entries(r.pr_50_files.steps).map(([k, s]) => [k, `${s.total} (${s.counted} counted)`])), all: `${r.pr_50_files.all_steps.total} (${r.pr_50_files.all_steps.counted} counted)` },
+  pr_2999_files: { ...Object.fromEntries(Object.entries(r.pr_2999_files.steps).map(([k, s]) => [k, `${s.total} (${s.counted} counted)`])), all: `${r.pr_2999_files.all_steps.total} (${r.pr_2999_files.all_steps.counted} counted)` },
+  steady_scan: Object.fromEntries(r.scans.map((s) => [`n_${s.open_pull_requests}`, `${s.steady_scan.total} (${s.steady_scan.counted} counted, ${s.steady_scan.evaluations} evaluations)`])),
+  membership_event: Object.fromEntries(r.scans.map((s) => [`n_${s.open_pull_requests}`, `${s.membership_event.total} (${s.membership_event.counted} counted, ${s.membership_event.evaluations} evaluations, ${s.membership_event.affected_pull_requests} affected)`])),
+  largest_n_within_2500_counted_per_hour: r.sustainable.largest_n,
+});
+const last = results[binaries.at(-1)!.name] as BinaryResult;
+const scanTarget = (n: number) => Math.ceil(n / 100) + REPOSITORIES + 2;
+console.log(JSON.stringify({
+  benchmark: "forge request economy: requests the compiled service sends the forge simulator (counted by the simulator; PostgreSQL or SQLite)",
+  counts: "total = every answer; counted = every answer but 304 (a 304 to a conditional request spends no primary rate limit); step figures leave out the identity probe (GET /app)",
+  table: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, view(r as BinaryResult)])),
+  targets: {
+    [`50-file pull request, four steps <= 30 requests (${binaries.at(-1)!.name}: ${last.pr_50_files.all_steps.total}; issue's figure for the old main: 59)`]: last.pr_50_files.all_steps.total <= 30,
+    ...Object.fromEntries(last.scans.map((s) => [
+      `steady scan at N=${s.open_pull_requests} <= ceil(N/100) + ${REPOSITORIES} repositories + 2 = ${scanTarget(s.open_pull_requests)} requests (${binaries.at(-1)!.name}: ${s.steady_scan.total})`,
+      s.steady_scan.total <= scanTarget(s.open_pull_requests),
+    ])),
+    ...Object.fromEntries(last.scans.map((s) => [
+      `membership event at N=${s.open_pull_requests}: evaluations <= affected pull requests (${binaries.at(-1)!.name}: ${s.membership_event.evaluations} of ${s.membership_event.affected_pull_requests})`,
+      s.membership_event.evaluations <= s.membership_event.affected_pull_requests,
+    ])),
+    [`default settings sustain >= 10,000 open pull requests within ${HOURLY_BUDGET} counted requests an hour (${binaries.at(-1)!.name}: ${last.sustainable.largest_n})`]: last.sustainable.largest_n >= 10_000,
+  },
+  results,
+}, null, 2));
