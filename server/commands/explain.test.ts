@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../config/index.ts";
-import type { Evidence } from "../evaluation/index.ts";
+import { NO_DIRECTORY_FACTS, type Evidence } from "../evaluation/index.ts";
 import { baseEvidence, withFiles } from "../evaluation/evidence-fixture.ts";
 import { ForgeError } from "../forge/index.ts";
 import type { ExplainDeps } from "./explain.ts";
@@ -24,7 +24,7 @@ function fakeForge(evidence: Evidence | "unavailable", repositories = [{ id: 3, 
     listInstallationRepositories: async (id) => (id === 77 ? { complete: true, items: repositories } : { complete: true, items: [] }),
     gatherEvidence: async (request, options) => {
       requests.push(request);
-      expect(options.planLookups(evidence === "unavailable" ? scenario("owner-approves-head") : evidence)).toBeDefined();
+      expect(options.planLookups(evidence === "unavailable" ? scenario("owner-approves-head") : evidence, NO_DIRECTORY_FACTS)).toBeDefined();
       if (evidence === "unavailable") return { kind: "unavailable", error: new ForgeError("not_found", "pull request not found"), requests: 1 };
       return { kind: "gathered", evidence, pullRequest: {} as never, retryAfterMs: null, requests: 12, notModified: 0 };
     },

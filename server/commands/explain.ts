@@ -147,7 +147,7 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
     }
     const gathered = await forge.gatherEvidence(
       { installationId, owner: parsed.owner, repo: parsed.repo, number: parsed.number, policyPath: config.policyPath, organizationPolicyRepository: config.organizationPolicyRepository },
-      { planLookups: (evidence) => planLookups(evidence, settings) },
+      { planLookups: (evidence, known) => planLookups(evidence, settings, known) },
     );
     if (gathered.kind === "unavailable") {
       out.stderr(`cannot explain ${where}: the pull request could not be read (${gathered.error.kind})`);

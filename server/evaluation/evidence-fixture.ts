@@ -1,7 +1,7 @@
 // One base evidence fixture and small tweaks (STYLE 11: start from one base fixture and tweak it). Used by tests, the
 // benchmark and as a sample for the playground. The base case: one changed file owned by @alice, no reviews yet.
 import { DEFAULT_EVALUATION_SETTINGS, type ChangedFile, type DirectoryFacts, type Evidence, type FileRead, type Lookup, type Review } from "./evidence.ts";
-import { planLookups } from "./plan-lookups.ts";
+import { NO_DIRECTORY_FACTS, planLookups } from "./plan-lookups.ts";
 
 export const HEAD = "a".repeat(40);
 export const OLD_HEAD = "b".repeat(40);
@@ -152,19 +152,28 @@ paths = [${paths.map((path) => JSON.stringify(path)).join(", ")}]
 ${extra}`;
 }
 
-/** Keeps only the directory facts the plan names: what a fetcher following the plan would have. */
+/**
+ * Keeps only the directory facts the plan names: what a fetcher following the plan would have, round after round (each
+ * round planned with the facts of the rounds before), until the plan asks for nothing more.
+ */
 export function directoryFromPlan(evidence: Evidence): Evidence {
-  const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
   const full = evidence.directory;
-  const pick = <T>(record: Readonly<Record<string, T>>, keys: readonly string[]) => Object.fromEntries(keys.map((key) => [key, record[key]!]));
-  return {
-    ...evidence,
-    directory: {
-      collaborators: pick(full.collaborators, plan.collaborators),
-      organizationMemberships: pick(full.organizationMemberships, plan.organizationMemberships),
-      teams: Object.fromEntries(plan.teams.map(({ team, members }) => [team, { ...full.teams[team]!, memberships: pick(full.teams[team]!.memberships, members) }])),
-      apps: pick(full.apps, plan.apps),
-      botUsers: pick(full.botUsers, plan.botUsers),
-    },
-  };
+  // A fact the fixture lacks stays absent (as a lookup of it would be incomplete); the rounds end when nothing new is added.
+  const pick = <T>(record: Readonly<Record<string, T>>, keys: readonly string[]) => Object.fromEntries(keys.filter((key) => Object.hasOwn(record, key)).map((key) => [key, record[key]!]));
+  let known: DirectoryFacts = NO_DIRECTORY_FACTS;
+  for (;;) {
+    const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, known);
+    const before = JSON.stringify(known);
+    known = {
+      collaborators: { ...known.collaborators, ...pick(full.collaborators, plan.collaborators) },
+      organizationMemberships: { ...known.organizationMemberships, ...pick(full.organizationMemberships, plan.organizationMemberships) },
+      teams: {
+        ...known.teams,
+        ...Object.fromEntries(plan.teams.filter(({ team }) => Object.hasOwn(full.teams, team)).map(({ team, members }) => [team, { ...full.teams[team]!, memberships: { ...known.teams[team]?.memberships, ...pick(full.teams[team]!.memberships, members) } }])),
+      },
+      apps: { ...known.apps, ...pick(full.apps, plan.apps) },
+      botUsers: { ...known.botUsers, ...pick(full.botUsers, plan.botUsers) },
+    };
+    if (JSON.stringify(known) === before) return { ...evidence, directory: known };
+  }
 }

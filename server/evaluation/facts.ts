@@ -7,6 +7,8 @@ import type { GapCause, Lookup } from "./evidence.ts";
 export interface FactGap {
   readonly cause: GapCause;
   readonly message: Text;
+  /** The fact is absent from the evidence: the fetcher did not look it up (planLookups found it unneeded, or a bound stopped it). */
+  readonly notLookedUp?: true;
 }
 
 export type Fact = { readonly value: "yes" } | { readonly value: "no"; readonly why: Text } | { readonly value: "unknown"; readonly gaps: readonly FactGap[] };
@@ -47,12 +49,16 @@ export class Keyed<T> {
   }
 }
 
+/** Whether a fact is unknown only because facts it needs are absent from the evidence (not because a lookup failed). */
+export const onlyNotLookedUp = (fact: Fact): boolean => fact.value === "unknown" && fact.gaps.length > 0 && fact.gaps.every((gap) => gap.notLookedUp === true);
+
 /**
- * Reads one lookup as a fact. `what` names it for the output. A lookup absent from the evidence is a fetcher bug: reported
- * as an inconsistent (permanent) gap, never guessed.
+ * Reads one lookup as a fact. `what` names it for the output. A lookup absent from the evidence is unknown: an inconsistent
+ * (permanent) gap, never guessed. The fetcher looks facts up lazily (planLookups), so an absent fact is expected only where
+ * an owner set's result cannot depend on it; anywhere else it fails closed.
  */
 export function readLookup<T>(lookup: Lookup<T> | undefined, what: Text, test: (value: T) => Fact): Fact {
-  if (lookup === undefined) return unknown({ cause: "inconsistent", message: [...what, " was not looked up"] });
+  if (lookup === undefined) return unknown({ cause: "inconsistent", message: [...what, " was not looked up"], notLookedUp: true });
   if (lookup.kind === "not_found") return no([...what, ": not found"]);
   if (lookup.kind === "incomplete") return unknown({ cause: lookup.cause, message: [...what, `: ${lookup.detail}`] });
   return test(lookup.value);

@@ -7,12 +7,12 @@ import type { Analysis, LatestReview, OwnerGroup } from "./analyze.ts";
 import { t, type CountedApproval, type NotCounted, type OwnerSetResult, type Text } from "./decision.ts";
 import type { Directory } from "./eligibility.ts";
 import type { Evidence } from "./evidence.ts";
-import type { Fact, FactGap } from "./facts.ts";
+import { onlyNotLookedUp, type Fact, type FactGap } from "./facts.ts";
 
 const short = (sha: string | null) => (sha === null ? "an unknown commit" : sha.slice(0, 7));
 
 /** Reviews sorted once per evaluation by what they can do (DESIGN 3.2 rule 3). */
-interface ClassifiedReviews {
+export interface ClassifiedReviews {
   /** Latest review APPROVED on the head by a user account other than the author: may count through an owner. */
   readonly humanApprovers: readonly LatestReview[];
   /** Latest review APPROVED on the head by a bot account: may count through an App delegation. */
@@ -23,7 +23,7 @@ interface ClassifiedReviews {
   readonly approvals: readonly LatestReview[];
 }
 
-function classify(latest: readonly LatestReview[], evidence: Evidence): ClassifiedReviews {
+export function classify(latest: readonly LatestReview[], evidence: Pick<Evidence, "pullRequest">): ClassifiedReviews {
   const head = evidence.pullRequest.headSha;
   const authorId = evidence.pullRequest.author.id;
   const humanApprovers: LatestReview[] = [];
@@ -108,6 +108,7 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
   }
   // App approvals (DESIGN 3.2 rule 5): few bot reviews, each checked against this set's paths.
   const botWhy = new Map<number, Text>();
+  const botFacts = new Map<number, Fact>(); // bot reviews whose App identity is unknown
   for (const { review } of reviews.botApprovers) {
     const app = directory.appApproves({
       user: review.user,
@@ -123,7 +124,7 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
       if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: review.user.login, via: { kind: "app", app: app.app } });
     } else if (app.fact.value === "unknown") {
       approverGaps.push(...app.fact.gaps);
-      botWhy.set(review.user.id, t`the App's identity could not be established`);
+      botFacts.set(review.user.id, app.fact);
     } else botWhy.set(review.user.id, app.fact.value === "no" ? app.fact.why : t`not counted`);
   }
   for (const [, reach] of reaches) {
@@ -132,25 +133,6 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
   }
   // Stands whatever commit it was made on, until the reviewer approves or it is dismissed (DESIGN 3.6).
   const blockedBy = reviews.blockers.filter((entry) => blockedIds.has(entry.review.user.id)).map((entry) => entry.review.user.login);
-
-  // Why the other approvals did not count: the first MAX_LISTED_REVIEWS_PER_SET in review order, the rest counted.
-  const notCounted: NotCounted[] = [];
-  for (const { review, state } of reviews.approvals) {
-    if (notCounted.length >= MAX_LISTED_REVIEWS_PER_SET) break;
-    const user = review.user;
-    if (countedIds.has(user.id)) continue;
-    let why: Text;
-    if (state === "DISMISSED") why = t`the latest review was dismissed`;
-    else if (user.id === authorId) why = t`the author cannot approve their own pull request`;
-    else if (review.commitId !== head) why = t`approved ${short(review.commitId)}, not the current head ${short(head)}`; // invariant 2
-    else if (botWhy.has(user.id)) why = botWhy.get(user.id)!;
-    else {
-      const human = directory.humanOwnerOf(group, user);
-      why = human.fact.value === "no" ? human.fact.why : t`eligibility could not be established`;
-    }
-    notCounted.push({ reviewer: user.login, why });
-  }
-  const notCountedOmitted = reviews.approvals.length - countedIds.size - notCounted.length;
 
   const required = analysis.requiredApprovals;
   const approvals = countedIds.size;
@@ -166,6 +148,29 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
     status = "unknown";
     gaps = approverGaps;
   } else status = "missing";
+
+  // Why the other approvals did not count: the first MAX_LISTED_REVIEWS_PER_SET in review order, the rest counted. Facts the
+  // fetcher did not look up because this set was decided without them (planLookups) are said to be so.
+  const decided = status === "satisfied" || status === "blocked";
+  const unknownWhy = (fact: Fact, otherwise: Text) => (decided && onlyNotLookedUp(fact) ? t`not looked up: this owner set was decided without it` : otherwise);
+  const notCounted: NotCounted[] = [];
+  for (const { review, state } of reviews.approvals) {
+    if (notCounted.length >= MAX_LISTED_REVIEWS_PER_SET) break;
+    const user = review.user;
+    if (countedIds.has(user.id)) continue;
+    let why: Text;
+    if (state === "DISMISSED") why = t`the latest review was dismissed`;
+    else if (user.id === authorId) why = t`the author cannot approve their own pull request`;
+    else if (review.commitId !== head) why = t`approved ${short(review.commitId)}, not the current head ${short(head)}`; // invariant 2
+    else if (botWhy.has(user.id)) why = botWhy.get(user.id)!;
+    else if (botFacts.has(user.id)) why = unknownWhy(botFacts.get(user.id)!, t`the App's identity could not be established`);
+    else {
+      const human = directory.humanOwnerOf(group, user);
+      why = human.fact.value === "no" ? human.fact.why : unknownWhy(human.fact, t`eligibility could not be established`);
+    }
+    notCounted.push({ reviewer: user.login, why });
+  }
+  const notCountedOmitted = reviews.approvals.length - countedIds.size - notCounted.length;
 
   return {
     result: {

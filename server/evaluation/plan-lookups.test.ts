@@ -1,8 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { evaluate } from "./evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "./evidence.ts";
-import { BOT, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, directoryFromPlan, review, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
-import { planLookups } from "./plan-lookups.ts";
+import { BOT, ENABLED_POLICY, OLD_HEAD, USERS, approve, baseEvidence, delegationPolicy, directoryFromPlan, review, withCodeowners, withFiles, withRepositoryPolicy, withReviews } from "./evidence-fixture.ts";
+import { NO_DIRECTORY_FACTS, planLookups } from "./plan-lookups.ts";
+
+const NOTHING = { collaborators: [], organizationMemberships: [], teams: [], apps: [], botUsers: [] };
+const FOUND_WRITE = { kind: "found" as const, value: { permission: "write" } };
+const ACTIVE = { kind: "found" as const, value: { state: "active" } };
 
 describe("planLookups", () => {
   test("without reviews nothing needs looking up", () => {
@@ -15,7 +19,7 @@ describe("planLookups", () => {
       botUsers: [],
     });
   });
-  test("names the owners who reviewed, the teams of the changed paths and the enrolled Apps that approved", () => {
+  test("first names the owners who reviewed, the teams of the changed paths and the enrolled Apps that approved", () => {
     const evidence = withReviews(
       withFiles(withRepositoryPolicy(baseEvidence(), delegationPolicy(["docs/**"])), ["src/a.ts", "docs/b.md", "README.md"]),
       approve(USERS.alice),
@@ -26,9 +30,10 @@ describe("planLookups", () => {
     const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
     expect(plan.collaborators).toEqual(["alice"]);
     expect(plan.organizationMemberships).toEqual(["alice"]);
+    // The docs set's App approval may satisfy it: alice's membership of acme/docs waits for the App's identity.
     expect(plan.teams).toEqual([
       { team: "acme/core", members: ["alice", "bob"] },
-      { team: "acme/docs", members: ["alice", "bob"] },
+      { team: "acme/docs", members: ["bob"] },
     ]);
     expect(plan.apps).toEqual(["docs-review-bot"]);
     expect(plan.botUsers).toEqual([BOT.login]);
@@ -45,5 +50,54 @@ describe("planLookups", () => {
       expect(planned.reasons).toEqual([]);
       expect([planned.kind, planned.conclusion]).toEqual([complete.kind, complete.conclusion]);
     }
+  });
+
+  test("an approver the set names as a user is looked up as that user, and through its teams only if that does not make them eligible", () => {
+    const evidence = withReviews(withCodeowners(baseEvidence(), "* @alice @acme/core\n"), approve(USERS.alice));
+    const first = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(first).toEqual({ collaborators: ["alice"], organizationMemberships: ["alice"], teams: [], apps: [], botUsers: [] });
+    const eligible = { ...NO_DIRECTORY_FACTS, collaborators: { alice: FOUND_WRITE }, organizationMemberships: { alice: ACTIVE } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, eligible)).toEqual(NOTHING);
+    const readOnly = { ...eligible, collaborators: { alice: { kind: "found" as const, value: { permission: "read" } } } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, readOnly)).toEqual({ ...NOTHING, teams: [{ team: "acme/core", members: ["alice"] }] });
+  });
+
+  test("a set whose cheap routes cannot reach the required approvals asks for its teams at once", () => {
+    const twoNeeded = withRepositoryPolicy(withCodeowners(baseEvidence(), "* @alice @acme/core\n"), `${ENABLED_POLICY}required_approvals = 2\n`);
+    const plan = planLookups(withReviews(twoNeeded, approve(USERS.alice), approve(USERS.dave)), DEFAULT_EVALUATION_SETTINGS);
+    expect(plan.collaborators).toEqual(["alice"]);
+    expect(plan.teams).toEqual([{ team: "acme/core", members: ["alice", "dave"] }]);
+  });
+
+  test("a set already satisfied asks for no other approver, and a blocked set for nothing more", () => {
+    const evidence = withReviews(withCodeowners(baseEvidence(), "* @alice @acme/core\n"), approve(USERS.alice), approve(USERS.dave));
+    const aliceEligible = { ...NO_DIRECTORY_FACTS, collaborators: { alice: FOUND_WRITE }, organizationMemberships: { alice: ACTIVE } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, aliceEligible)).toEqual(NOTHING);
+    const blocked = withReviews(withCodeowners(baseEvidence(), "* @alice @bob\n"), review(USERS.bob, "CHANGES_REQUESTED"), approve(USERS.alice));
+    const bobEligible = { ...NO_DIRECTORY_FACTS, collaborators: { bob: FOUND_WRITE }, organizationMemberships: { bob: ACTIVE } };
+    expect(planLookups(blocked, DEFAULT_EVALUATION_SETTINGS, bobEligible)).toEqual(NOTHING);
+  });
+
+  test("a changes-requested reviewer is looked up through every route into every set not yet blocked, even a satisfied one", () => {
+    const evidence = withReviews(withCodeowners(baseEvidence(), "* @alice @bob @acme/core\n"), approve(USERS.alice), review(USERS.bob, "CHANGES_REQUESTED"));
+    const first = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(first.collaborators).toEqual(["alice", "bob"]);
+    expect(first.teams).toEqual([{ team: "acme/core", members: ["bob"] }]);
+    const aliceOnly = { ...NO_DIRECTORY_FACTS, collaborators: { alice: FOUND_WRITE }, organizationMemberships: { alice: ACTIVE } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, aliceOnly)).toEqual({ ...NOTHING, collaborators: ["bob"], organizationMemberships: ["bob"], teams: [{ team: "acme/core", members: ["bob"] }] });
+  });
+
+  test("the facts a decided set did not need are reported as not looked up, and never turn a decision", () => {
+    const evidence = withReviews(withCodeowners(baseEvidence(), "* @alice @acme/core\n"), approve(USERS.alice), approve(USERS.dave));
+    const planned = directoryFromPlan(evidence);
+    expect(Object.keys(planned.directory.teams)).toEqual([]);
+    const decision = evaluate(planned, DEFAULT_EVALUATION_SETTINGS);
+    expect(decision.conclusion).toBe("success");
+    expect(decision.ownerSets[0]!.notCounted).toEqual([{ reviewer: "dave", why: ["not looked up: this owner set was decided without it"] }]);
+    // The same absence where the set depends on it fails closed: alice's membership was never looked up.
+    const withoutMembership = { ...planned, directory: { ...planned.directory, organizationMemberships: {} } };
+    const failed = evaluate(withoutMembership, DEFAULT_EVALUATION_SETTINGS);
+    expect(failed.conclusion).toBe("failure");
+    expect(failed.ownerSets[0]!.status).toBe("unknown");
   });
 });

@@ -1,8 +1,22 @@
-// planLookups: which directory facts the evaluation of this pull request will read, so the evidence fetcher (server/forge)
-// fetches exactly those before calling evaluate(). Pure; takes the evidence without its directory part.
+// planLookups: which directory facts the evaluation of this pull request still needs, so the evidence fetcher (server/forge)
+// fetches those before calling evaluate(). Pure; takes the evidence without its directory part, and the facts fetched so far.
+//
+// Lazy (issue 18 item 5): facts are asked for only where an owner set is still undecided by the facts already known. The
+// fetcher calls planLookups again with what it fetched until the plan is empty (a few rounds at most):
+// - a set that a changes-requested reviewer already blocks (an eligible owner, known) needs nothing more;
+// - otherwise every changes-requested reviewer's every route into the set is needed (a blocker must never be missed);
+// - a set with enough approvals already proven needs no more approvers' facts; otherwise the cheap routes come first: the App
+//   identity of bot approvals and, for approvers the set names as users, that user's permission and membership; the set's
+//   teams (team, repository access, membership: three lookups) only when the cheap routes cannot make up the required
+//   approvals, or were looked up and did not.
+// Facts stay fresh: every evaluation looks up what it needs (DESIGN 7.1); nothing here is a cache. A fact left out is absent
+// from the evidence, which evaluate() reads as unknown: it can only keep a set from succeeding, never make it succeed.
 import { ownerKind } from "../policy/codeowners.ts";
-import { analyze } from "./analyze.ts";
-import type { EvaluationSettings, Evidence } from "./evidence.ts";
+import { analyze, type Analysis, type LatestReview, type OwnerGroup } from "./analyze.ts";
+import { Directory } from "./eligibility.ts";
+import type { DirectoryFacts, EvaluationSettings, Evidence } from "./evidence.ts";
+import { onlyNotLookedUp, type Fact } from "./facts.ts";
+import { classify, type ClassifiedReviews } from "./owner-sets.ts";
 
 export interface LookupPlan {
   /** Logins needing `collaborators/{u}/permission`. */
@@ -18,56 +32,120 @@ export interface LookupPlan {
 }
 
 const EMPTY: LookupPlan = { collaborators: [], organizationMemberships: [], teams: [], apps: [], botUsers: [] };
+export const NO_DIRECTORY_FACTS: DirectoryFacts = Object.freeze({ collaborators: {}, organizationMemberships: {}, teams: {}, apps: {}, botUsers: {} });
 
-export function planLookups(evidence: Omit<Evidence, "directory">, settings: EvaluationSettings): LookupPlan {
+/** Lookups gathered by owner and login, case-insensitively (the first spelling is kept). */
+class PlanBuilder {
+  private readonly users = new Map<string, string>();
+  private readonly teams = new Map<string, { team: string; members: Map<string, string> }>();
+  private readonly apps = new Set<string>();
+  private readonly bots = new Set<string>();
+
+  /** The lookups that tell whether `login` is an eligible owner through `owner` (`@user` or `@org/team`). */
+  route(owner: string, login: string): void {
+    if (ownerKind(owner) === "user") {
+      if (!this.users.has(login.toLowerCase())) this.users.set(login.toLowerCase(), login);
+      return;
+    }
+    const key = owner.slice(1).toLowerCase();
+    let entry = this.teams.get(key);
+    if (entry === undefined) {
+      entry = { team: owner.slice(1), members: new Map() };
+      this.teams.set(key, entry);
+    }
+    if (!entry.members.has(login.toLowerCase())) entry.members.set(login.toLowerCase(), login);
+  }
+
+  app(slug: string, botLogin: string): void {
+    this.apps.add(slug);
+    this.bots.add(botLogin);
+  }
+
+  /** The plan, without the facts `known` already holds (compared case-insensitively, as evaluate() reads them). */
+  build(known: DirectoryFacts, organizationOwned: boolean): LookupPlan {
+    const has = (record: Readonly<Record<string, unknown>>) => {
+      const keys = new Set(Object.keys(record).map((key) => key.toLowerCase()));
+      return (key: string) => keys.has(key.toLowerCase());
+    };
+    const knownCollaborator = has(known.collaborators);
+    const knownMembership = has(known.organizationMemberships);
+    const knownTeam = new Map(Object.entries(known.teams).map(([team, facts]) => [team.toLowerCase(), facts]));
+    const knownApp = has(known.apps);
+    const knownBot = has(known.botUsers);
+    const logins = [...this.users.values()].sort();
+    const teams: { team: string; members: string[] }[] = [];
+    for (const entry of this.teams.values()) {
+      const facts = knownTeam.get(entry.team.toLowerCase());
+      const member = facts ? has(facts.memberships) : () => false;
+      const members = [...entry.members.values()].filter((login) => !member(login)).sort();
+      // A team already known (its privacy and repository access) is asked again only for members it does not have yet.
+      if (facts === undefined || members.length > 0) teams.push({ team: entry.team, members });
+    }
+    return {
+      collaborators: logins.filter((login) => !knownCollaborator(login)),
+      organizationMemberships: organizationOwned ? logins.filter((login) => !knownMembership(login)) : [],
+      teams: teams.sort((a, b) => (a.team < b.team ? -1 : 1)),
+      apps: [...this.apps].filter((slug) => !knownApp(slug)).sort(),
+      botUsers: [...this.bots].filter((login) => !knownBot(login)).sort(),
+    };
+  }
+}
+
+/** The routes through which `login` may be an owner of the set: `@login` itself and every team of the set. */
+function routesOf(group: OwnerGroup, login: string): { user: string | null; teams: string[] } {
+  let user: string | null = null;
+  const teams: string[] = [];
+  for (const owner of group.owners) {
+    const kind = ownerKind(owner);
+    if (kind === "user" && owner.slice(1).toLowerCase() === login.toLowerCase()) user = owner;
+    else if (kind === "team") teams.push(owner);
+  }
+  return { user, teams };
+}
+
+function planSet(group: OwnerGroup, analysis: Analysis, evidence: Omit<Evidence, "directory">, reviews: ClassifiedReviews, directory: Directory, plan: PlanBuilder): void {
+  const eligible = (entry: LatestReview): Fact => directory.humanOwnerOf(group, entry.review.user).fact;
+  if (reviews.blockers.some((entry) => eligible(entry).value === "yes")) return; // blocked, whatever else holds
+  for (const entry of reviews.blockers) {
+    const routes = routesOf(group, entry.review.user.login);
+    if (routes.user !== null) plan.route(routes.user, entry.review.user.login);
+    for (const team of routes.teams) plan.route(team, entry.review.user.login);
+  }
+  let approvals = 0;
+  const bots: LatestReview[] = []; // bot approvals whose App identity is still to be looked up
+  for (const entry of reviews.botApprovers) {
+    const app = directory.appApproves({
+      user: entry.review.user, group, trustedApps: analysis.trustedApps, delegations: analysis.delegations,
+      nonDelegable: analysis.nonDelegable, labels: evidence.pullRequest.labels,
+    });
+    if (app.fact.value === "yes") approvals++;
+    else if (onlyNotLookedUp(app.fact) && app.app !== null) bots.push(entry);
+  }
+  const candidates: LatestReview[] = []; // human approvals not counted yet
+  for (const entry of reviews.humanApprovers) {
+    if (eligible(entry).value === "yes") approvals++;
+    else candidates.push(entry);
+  }
+  if (approvals >= analysis.requiredApprovals) return; // satisfied unless a blocker's facts (planned above) say otherwise
+  // Cheap routes first: the App identity of bot approvals and the user route of approvers the set names as users. Teams only
+  // when those cannot reach the required approvals (or have been looked up and did not).
+  const asUser = candidates.filter((entry) => routesOf(group, entry.review.user.login).user !== null && onlyNotLookedUp(directory.userEligible(entry.review.user.login)));
+  for (const entry of bots) plan.app(entry.review.user.login.slice(0, -"[bot]".length), entry.review.user.login);
+  for (const entry of asUser) plan.route(routesOf(group, entry.review.user.login).user!, entry.review.user.login);
+  if (approvals + bots.length + asUser.length >= analysis.requiredApprovals) return;
+  for (const entry of candidates) for (const team of routesOf(group, entry.review.user.login).teams) plan.route(team, entry.review.user.login);
+}
+
+/**
+ * The directory facts the evaluation still needs beyond `known` (the facts fetched so far; none at first). Empty once the
+ * evidence holds every fact that can change a decision.
+ */
+export function planLookups(evidence: Omit<Evidence, "directory">, settings: EvaluationSettings, known: DirectoryFacts = NO_DIRECTORY_FACTS): LookupPlan {
   const analysis = analyze(evidence, settings);
   if (analysis.kind !== "analysed" || analysis.latestReviews === null) return EMPTY;
-  const head = evidence.pullRequest.headSha;
-  const authorId = evidence.pullRequest.author.id;
-  const users = new Map<string, string>();
-  const teams = new Map<string, { team: string; members: Map<string, string> }>();
-  const apps = new Set<string>();
-  const bots = new Set<string>();
-  const enrolled = new Set(analysis.trustedApps.map((app) => app.slug));
-  for (const { review, state } of analysis.latestReviews) {
-    const user = review.user;
-    if (user.id === authorId) continue;
-    const approvesHead = state === "APPROVED" && review.commitId === head;
-    if (!approvesHead && state !== "CHANGES_REQUESTED") continue;
-    if (user.type === "Bot") {
-      const slug = user.login.endsWith("[bot]") ? user.login.slice(0, -5) : null;
-      if (approvesHead && slug !== null && enrolled.has(slug)) {
-        apps.add(slug);
-        bots.add(user.login);
-      }
-      continue;
-    }
-    if (user.type !== "User") continue;
-    const login = user.login.toLowerCase();
-    for (const group of analysis.groups) {
-      for (const owner of group.owners) {
-        const kind = ownerKind(owner);
-        if (kind === "user" && owner.slice(1).toLowerCase() === login) users.set(login, user.login);
-        if (kind === "team") {
-          const key = owner.slice(1).toLowerCase();
-          let entry = teams.get(key);
-          if (entry === undefined) {
-            entry = { team: owner.slice(1), members: new Map() };
-            teams.set(key, entry);
-          }
-          entry.members.set(login, user.login);
-        }
-      }
-    }
-  }
-  const logins = [...users.values()].sort();
-  return {
-    collaborators: logins,
-    organizationMemberships: analysis.organizationOwned ? logins : [],
-    teams: [...teams.values()]
-      .map((entry) => ({ team: entry.team, members: [...entry.members.values()].sort() }))
-      .sort((a, b) => (a.team < b.team ? -1 : 1)),
-    apps: [...apps].sort(),
-    botUsers: [...bots].sort(),
-  };
+  const reviews = classify(analysis.latestReviews, evidence);
+  const directory = new Directory(known, analysis.organizationOwned);
+  const plan = new PlanBuilder();
+  for (const group of analysis.groups) planSet(group, analysis, evidence, reviews, directory, plan);
+  return plan.build(known, analysis.organizationOwned);
 }

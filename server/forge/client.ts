@@ -3,7 +3,8 @@
 import type { Logger } from "pino";
 import type { Listed } from "../evaluation/evidence.ts";
 import * as checks from "./check-runs.ts";
-import { FileCache, readFile, type FileLocation } from "./contents.ts";
+import { createCaches } from "./caches.ts";
+import { readFile, type FileLocation } from "./contents.ts";
 import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
 import { listAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
@@ -57,7 +58,7 @@ export interface ForgeClient {
 
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   const t: Transport = createTransport(options);
-  const cache = new FileCache();
+  const caches = createCaches();
   const name = options.checkName;
   return {
     appId: options.appId,
@@ -79,8 +80,8 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
     listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),
-    readFile: (at, maxBytes, call) => readFile(t, cache, at, maxBytes, call),
-    gatherEvidence: (request, gather) => gatherEvidence(t, cache, request, gather),
+    readFile: (at, maxBytes, call) => readFile(t, caches.files, at, maxBytes, call),
+    gatherEvidence: (request, gather) => gatherEvidence(t, caches, request, gather),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
     setCheckInProgress: (target, check, output, call) => checks.setCheckInProgress(t, name, target, check, output, call),

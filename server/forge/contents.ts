@@ -1,6 +1,7 @@
 // Files at a commit (CODEOWNERS, policy files): contents API, and the blob API when the content is over the forge's 1 MB inline
-// limit (DESIGN 7.1). Reads at a full commit SHA never change, so they are cached (bounded by total bytes); never eligibility.
+// limit (DESIGN 7.1). Reads at a full commit SHA never change, so they are cached (caches.ts, bounded by bytes); never eligibility.
 import type { FileRead } from "../evaluation/evidence.ts";
+import { fileKey, repositoryKey, type FileCache, type HeadCache } from "./caches.ts";
 import { ForgeError, invalidBody } from "./errors.ts";
 import { gapFromError } from "./pagination.ts";
 import type { CallOptions, Transport } from "./transport.ts";
@@ -8,37 +9,15 @@ import { int, object, str, SHA } from "./validate.ts";
 
 const CONTENTS = "GET /repos/{owner}/{repo}/contents/{path}";
 const BLOB = "GET /repos/{owner}/{repo}/git/blobs/{file_sha}";
-/** Bytes of file text kept in the commit-SHA cache. */
-export const FILE_CACHE_MAX_BYTES = 16 * 1024 * 1024;
+const COMMIT = "GET /repos/{owner}/{repo}/commits/{ref}";
+/** With this media type the commit route answers the bare SHA, and 304 to `If-None-Match: "<sha>"` while the ref is there. */
+export const SHA_MEDIA_TYPE = "application/vnd.github.sha";
 
 export interface FileLocation { installationId: number; owner: string; repo: string; path: string; /** A commit SHA; the default branch when absent. */ ref?: string }
 
-export class FileCache {
-  private entries = new Map<string, FileRead>();
-  private bytes = 0;
-
-  get(key: string): FileRead | undefined {
-    const hit = this.entries.get(key);
-    if (hit) { this.entries.delete(key); this.entries.set(key, hit); }
-    return hit;
-  }
-
-  set(key: string, value: FileRead): void {
-    const size = value.kind === "found" ? value.text.length : 0;
-    if (size > FILE_CACHE_MAX_BYTES) return;
-    this.entries.set(key, value);
-    this.bytes += size;
-    for (const [k, v] of this.entries) {
-      if (this.bytes <= FILE_CACHE_MAX_BYTES) break;
-      this.entries.delete(k);
-      this.bytes -= v.kind === "found" ? v.text.length : 0;
-    }
-  }
-}
-
 /** Reads `path`; a file of more than `maxBytes` is reported too_large without loading its content. */
 export async function readFile(t: Transport, cache: FileCache, at: FileLocation, maxBytes: number, call?: CallOptions): Promise<FileRead> {
-  const key = at.ref && SHA.test(at.ref) ? `${at.installationId}:${at.owner}/${at.repo}@${at.ref}:${at.path}`.toLowerCase() : null;
+  const key = at.ref && SHA.test(at.ref) ? `${fileKey({ ...at, commit: at.ref })}<=${maxBytes}` : null;
   const cached = key ? cache.get(key) : undefined;
   if (cached) return cached;
   let result: FileRead;
@@ -50,6 +29,33 @@ export async function readFile(t: Transport, cache: FileCache, at: FileLocation,
   }
   if (key) cache.set(key, result);
   return result;
+}
+
+/**
+ * Reads `path` at the head of the repository's default branch (the organization policy): one conditional request for the head
+ * (`commits/HEAD` with the SHA media type; 304, spending no rate limit, while it has not moved), then the file at that commit
+ * through the commit cache. A missing or empty repository reads as missing (DESIGN 3.6: 404 for the repository or the file).
+ */
+export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, heads: HeadCache, at: Omit<FileLocation, "ref">, maxBytes: number, call?: CallOptions): Promise<FileRead> {
+  const repository = repositoryKey(at.installationId, at.owner, at.repo);
+  const known = heads.get(repository);
+  let head: string;
+  try {
+    const response = await t.installation(at.installationId, COMMIT, {
+      owner: at.owner, repo: at.repo, ref: "HEAD", headers: { accept: SHA_MEDIA_TYPE, ...(known ? { "if-none-match": `"${known}"` } : {}) },
+    }, { ...call, conditional: false });
+    if (response.status === 304 && known) head = known;
+    else if (response.status === 200 && typeof response.data === "string" && SHA.test(response.data.trim())) head = response.data.trim().toLowerCase();
+    else throw invalidBody(COMMIT);
+  } catch (error) {
+    heads.delete(repository);
+    // 409: the repository is empty (no default branch head), so it holds no file.
+    if (error instanceof ForgeError && (error.kind === "not_found" || error.status === 409)) return { kind: "missing" };
+    const g = gapFromError(error);
+    return { kind: "incomplete", cause: g.cause, detail: g.detail };
+  }
+  heads.set(repository, head);
+  return readFile(t, cache, { ...at, ref: head }, maxBytes, call);
 }
 
 async function readUncached(t: Transport, at: FileLocation, maxBytes: number, call?: CallOptions): Promise<FileRead> {

@@ -18,7 +18,7 @@ async function evaluateNow(number = s.pullNumber) {
   const client = clientFor(sim, s);
   const result = await client.gatherEvidence(
     { installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
-    { planLookups: (e) => planLookups(e, DEFAULT_EVALUATION_SETTINGS) },
+    { planLookups: (e, known) => planLookups(e, DEFAULT_EVALUATION_SETTINGS, known) },
   );
   if (result.kind !== "gathered") throw new Error("pull request unavailable");
   const decision = evaluate(result.evidence, DEFAULT_EVALUATION_SETTINGS);

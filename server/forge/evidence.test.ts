@@ -64,33 +64,37 @@ describe("evidence for a realistic pull request", () => {
     expect(d.botUsers["docs-review-bot[bot]"]).toMatchObject({ kind: "found", value: { login: "docs-review-bot[bot]", type: "Bot" } });
     expect(r.retryAfterMs).toBeNull();
 
-    // Request count per evaluation: 1 pull + 5 file pages + 1 reviews + 1 CODEOWNERS + 1 policy + 1 org policy + 1 open pulls
-    // + 4 users × (permission + membership) + 2 teams × (team + repository + 4 memberships) + App + bot user = 33.
+    // Request count of a first evaluation: 1 pull + 5 file pages + 1 reviews + 1 CODEOWNERS + 1 policy + 2 org policy (the
+    // policy repository's head, then the file at it) + 1 open pulls + 4 users × (permission + membership)
+    // + 2 teams × (team + repository + 4 memberships) + App + bot user = 34.
     const api = sim.requests.filter((q) => !q.path.endsWith("/access_tokens"));
-    expect(r.requests).toBe(33);
-    expect(api).toHaveLength(33);
+    expect(r.requests).toBe(34);
+    expect(api).toHaveLength(34);
     expect(api.filter((q) => q.path === filesPath())).toHaveLength(5);
     expect(sim.requests.filter((q) => q.path.endsWith("/access_tokens"))).toHaveLength(1);
     expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
   });
 
-  test("a second evaluation reads the base-commit files from cache and revalidates everything else with conditional requests", async () => {
+  test("a second evaluation reads the files fixed by commits from cache and revalidates everything else with conditional requests", async () => {
     const client = clientFor(sim, s);
     const first = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
     sim.requests.length = 0;
     const r = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
     expect(r.evidence).toEqual(first.evidence);
-    expect(r.requests).toBe(31);
+    // 34 less the five file pages (kept for this head and base), the code-owners and policy files at the base commit, and
+    // the organization policy file (kept for the policy repository's head, which one conditional request finds unchanged).
+    expect(r.requests).toBe(26);
     // Every 200 is revalidated with 304; the six team-membership lookups of non-members answer 404 again.
-    expect(r.notModified).toBe(25);
+    expect(r.notModified).toBe(20);
     expect(sim.requests.filter((q) => q.status !== 304).map((q) => q.status)).toEqual([404, 404, 404, 404, 404, 404]);
-    expect(sim.requests.some((q) => q.path.includes("/contents/") && q.query.includes(s.baseSha))).toBe(false);
+    expect(sim.requests.some((q) => q.path.includes("/contents/"))).toBe(false);
+    expect(sim.requests.some((q) => q.path === filesPath())).toBe(false);
     expect(sim.requests.filter((q) => q.path.includes("/collaborators/"))).toHaveLength(4);
 
     await sim.control.setCollaborator({ owner: s.org, repo: s.repo, user: "alice", permission: "read" });
     const third = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
     expect(third.evidence.directory.collaborators.alice).toEqual({ kind: "found", value: { permission: "read" } });
-    expect(third.notModified).toBe(24);
+    expect(third.notModified).toBe(19);
     await sim.control.setCollaborator({ owner: s.org, repo: s.repo, user: "alice", permission: "write" });
   });
 });

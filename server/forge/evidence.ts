@@ -1,27 +1,32 @@
 // Evidence gathering (DESIGN 2, 3.2, 3.6): everything evaluate() looks at, fetched completely and bounded before evaluation.
 // Order: the pull request first (its changed_files is checked against MAX_PULL_REQUEST_FILES before listing); then, in parallel,
-// files, reviews, code-owners file and repository policy at the base commit, organization policy from the organization policy
-// repository's default branch, and the open pull requests on the same head; then the directory facts the decision core asks for
-// (planLookups), each revalidated. Any failure becomes an explicit Gap or incomplete Lookup, never a partial list that looks whole.
+// files (kept by head and base commit), reviews, code-owners file and repository policy at the base commit (kept by commit),
+// organization policy at the organization policy repository's default-branch head (kept by that commit), and the open pull
+// requests on the same head (after a fresh file list: they prove it); then, in rounds, the directory facts the decision core
+// still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
+// list that looks whole.
 import {
   CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type Listed,
   type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
 } from "../evaluation/evidence.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_OPEN_PULL_REQUESTS, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
-import { readFile, type FileCache } from "./contents.ts";
+import { fileListKey, type ForgeCaches } from "./caches.ts";
+import { readAtDefaultBranchHead, readFile } from "./contents.ts";
 import * as directory from "./directory.ts";
 import { ForgeError } from "./errors.ts";
 import { gap, gapFromError, listAll } from "./pagination.ts";
-import { getPullRequest, listOpenPullRequests, type PullRequestDetails } from "./pull-requests.ts";
+import { getPullRequest, listOpenPullRequests, type OpenPullRequestSummary, type PullRequestDetails } from "./pull-requests.ts";
 import type { CallOptions, Transport } from "./transport.ts";
 import { int, object, optStr, str, type Json } from "./validate.ts";
 
 /**
- * The decision core's planLookups bound to the process settings: `(e) => planLookups(e, settings)`, or its run on an
- * evaluation thread (server/worker/evaluator.ts), which answers asynchronously.
+ * The decision core's planLookups bound to the process settings: `(e, known) => planLookups(e, settings, known)`, or its run
+ * on an evaluation thread (server/worker/evaluator.ts), which answers asynchronously. Called once per round of directory
+ * lookups with the facts fetched so far (`known`); it must pass them on, or the lookups a later round needs are never made
+ * and the evaluation fails closed.
  */
-export type PlanLookups = (evidence: Omit<Evidence, "directory">) => LookupPlan | Promise<LookupPlan>;
+export type PlanLookups = (evidence: Omit<Evidence, "directory">, known: DirectoryFacts) => LookupPlan | Promise<LookupPlan>;
 export type { LookupPlan };
 
 export interface EvidenceRequest {
@@ -57,7 +62,7 @@ const FILES = "GET /repos/{owner}/{repo}/pulls/{pull_number}/files";
 const REVIEWS = "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews";
 const DEFAULT_CONCURRENCY = 8;
 
-export async function gatherEvidence(t: Transport, cache: FileCache, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
+export async function gatherEvidence(t: Transport, caches: ForgeCaches, request: EvidenceRequest, options: GatherOptions): Promise<GatherResult> {
   const counter = { requests: 0, notModified: 0 };
   const delays: number[] = [];
   const call: CallOptions = { counter, onRateLimit: (ms) => delays.push(ms), ...(options.signal ? { signal: options.signal } : {}), ...(options.priority ? { priority: options.priority } : {}) };
@@ -70,16 +75,29 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
   }
   const base = { installationId, owner, repo };
 
-  const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, sameHead] = await Promise.all([
-    listFiles(t, request, pr, call),
+  // The file list at this head and base is kept once proven (fileListKey). A fresh list is proven by the open pull requests,
+  // listed after it: when their entry for this pull request still shows the head and base read above, the list was made
+  // between those commits, and only then is it kept under them.
+  const filesAt = fileListKey({ ...base, number: pr.number, headSha: pr.headSha, baseSha: pr.baseSha });
+  const keptFiles = caches.fileLists.get(filesAt);
+  const listedFiles = keptFiles ? Promise.resolve<Listed<ChangedFile>>({ complete: true, items: keptFiles }) : listFiles(t, request, pr, call);
+  const listedOpen = keptFiles ? listOpen(t, request, call) : listedFiles.then(() => listOpen(t, request, call));
+  const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, open] = await Promise.all([
+    listedFiles,
     listReviews(t, request, call),
-    readCodeowners(t, cache, { ...base, ref: pr.baseSha }, call),
-    readFile(t, cache, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
+    readCodeowners(t, caches.files, { ...base, ref: pr.baseSha }, call),
+    readFile(t, caches.files, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
     pr.repository.ownerType === "Organization"
-      ? readFile(t, cache, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call)
+      ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call)
       : Promise.resolve<FileRead>({ kind: "missing" }),
-    sameHeadPullRequests(t, request, pr, call),
+    listedOpen,
   ]);
+  if (!keptFiles && files.complete && open.complete && open.items.some((p) => p.number === pr.number && p.headSha === pr.headSha && p.baseSha === pr.baseSha)) {
+    caches.fileLists.set(filesAt, files.items);
+  }
+  const sameHead: Listed<OpenPullRequestRef> = open.complete
+    ? { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) }
+    : open;
 
   const partial: Omit<Evidence, "directory"> = {
     evidenceVersion: 1,
@@ -90,8 +108,7 @@ export async function gatherEvidence(t: Transport, cache: FileCache, request: Ev
     },
     files: plain(files), reviews: plain(reviews), codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: plain(sameHead),
   };
-  const plan = await options.planLookups(partial);
-  const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", plan, options.concurrency ?? DEFAULT_CONCURRENCY, call);
+  const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", (known) => options.planLookups(partial, known), options.concurrency ?? DEFAULT_CONCURRENCY, call);
   return {
     kind: "gathered", evidence: { ...partial, directory: dir }, pullRequest: pr,
     retryAfterMs: delays.length ? Math.max(...delays) : null, requests: counter.requests, notModified: counter.notModified,
@@ -140,7 +157,7 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
 }
 
 /** Reads the code-owners locations in precedence order, stopping at the first that is not missing (DESIGN 3.2 rule 1). */
-async function readCodeowners(t: Transport, cache: FileCache, at: { installationId: number; owner: string; repo: string; ref: string }, call: CallOptions): Promise<CodeownersEvidence> {
+async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string }, call: CallOptions): Promise<CodeownersEvidence> {
   const result: Partial<Record<(typeof CODEOWNERS_LOCATIONS)[number], FileRead>> = {};
   for (const path of CODEOWNERS_LOCATIONS) {
     const read = await readFile(t, cache, { ...at, path }, MAX_CODEOWNERS_BYTES - 1, call);
@@ -150,54 +167,82 @@ async function readCodeowners(t: Transport, cache: FileCache, at: { installation
   return result;
 }
 
-async function sameHeadPullRequests(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<OpenPullRequestRef>> {
-  const open = await listOpenPullRequests(t, r.installationId, r.owner, r.repo, { max: MAX_OPEN_PULL_REQUESTS }, call);
-  if (!open.complete) return open;
-  return { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) };
+/** The repository's open pull requests (the shared-head rule reads those on this head; see gatherEvidence). */
+function listOpen(t: Transport, r: EvidenceRequest, call: CallOptions): Promise<Listed<OpenPullRequestSummary>> {
+  return listOpenPullRequests(t, r.installationId, r.owner, r.repo, { max: MAX_OPEN_PULL_REQUESTS }, call);
 }
 
-async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolean, plan: LookupPlan, concurrency: number, call: CallOptions): Promise<DirectoryFacts> {
-  const at = { installationId: r.installationId, owner: r.owner, repo: r.repo };
-  const unique = (xs: readonly string[]) => [...new Map(xs.map((x) => [x.toLowerCase(), x])).values()];
-  // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed.
-  // The bound counts distinct owners, users and teams together.
-  const users = unique(plan.collaborators).slice(0, MAX_RESOLVED_OWNERS);
-  const teams = plan.teams.slice(0, MAX_RESOLVED_OWNERS - users.length);
-  const members = orgOwned ? unique(plan.organizationMemberships).slice(0, MAX_RESOLVED_OWNERS) : [];
-  const apps = unique(plan.apps).slice(0, MAX_TRUSTED_APPS);
-  const bots = unique(plan.botUsers).slice(0, MAX_TRUSTED_APPS);
-  const tasks: (() => Promise<void>)[] = [];
-  // Keyed by logins, teams and slugs from CODEOWNERS and reviews: Maps, turned into records by Object.fromEntries, because
-  // `record[login] = …` with the login `__proto__` would set the record's prototype instead of adding an entry.
-  const collaborators = new Map<string, Lookup<{ permission: string }>>();
-  const organizationMemberships = new Map<string, Lookup<Membership>>();
-  type TeamLookups = { team: TeamFacts["team"]; repository: TeamFacts["repository"]; memberships: Map<string, Lookup<Membership>> };
-  const teamFacts = new Map<string, TeamLookups>();
-  const appFacts = new Map<string, Lookup<{ id: number; slug: string }>>();
-  const botUsers = new Map<string, Lookup<ForgeUser>>();
+/** Rounds of directory lookups per evaluation: the lazy plan needs two (user routes, then team routes where still needed). */
+export const MAX_LOOKUP_ROUNDS = 4;
 
-  for (const login of users) tasks.push(async () => { collaborators.set(login, await directory.collaboratorPermission(t, at, login, call)); });
-  for (const login of members) tasks.push(async () => { organizationMemberships.set(login, await directory.organizationMembership(t, r.installationId, r.owner, login, call)); });
-  for (const { team, members: logins } of teams) {
-    const [org, slug, extra] = team.split("/");
-    if (!org || !slug || extra !== undefined) continue;
-    const memberships = new Map<string, Lookup<Membership>>();
-    const facts: TeamLookups = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships };
-    teamFacts.set(team, facts);
-    tasks.push(async () => { facts.team = await directory.team(t, r.installationId, org, slug, call); });
-    tasks.push(async () => { facts.repository = await directory.teamRepository(t, at, org, slug, call); });
-    for (const login of unique(logins)) tasks.push(async () => { memberships.set(login, await directory.teamMembership(t, r.installationId, org, slug, login, call)); });
-  }
-  for (const slug of apps) tasks.push(async () => { appFacts.set(slug, await directory.appBySlug(t, r.installationId, slug, call)); });
-  for (const login of bots) tasks.push(async () => { botUsers.set(login, await directory.user(t, r.installationId, login, call)); });
-  await runLimited(tasks, concurrency);
-  return {
-    collaborators: Object.fromEntries(collaborators),
-    organizationMemberships: Object.fromEntries(organizationMemberships),
-    teams: Object.fromEntries([...teamFacts].map(([team, facts]) => [team, { ...facts, memberships: Object.fromEntries(facts.memberships) }])),
-    apps: Object.fromEntries(appFacts),
-    botUsers: Object.fromEntries(botUsers),
+/**
+ * Directory facts in rounds: each round asks the plan what is still needed given the facts fetched so far and fetches only
+ * that, until the plan asks for nothing new (or MAX_LOOKUP_ROUNDS). Every fact is fetched afresh for this evaluation
+ * (conditional requests at most): nothing here outlives it (DESIGN 7.1).
+ */
+async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolean, plan: (known: DirectoryFacts) => LookupPlan | Promise<LookupPlan>, concurrency: number, call: CallOptions): Promise<DirectoryFacts> {
+  const at = { installationId: r.installationId, owner: r.owner, repo: r.repo };
+  // Keyed by logins, teams and slugs from CODEOWNERS and reviews: Maps, turned into records by Object.fromEntries, because
+  // `record[login] = …` with the login `__proto__` would set the record's prototype instead of adding an entry. Keys are
+  // lower-cased here (the forge compares them case-insensitively); the records keep the spelling first planned.
+  type Keyed<T> = Map<string, [string, T]>;
+  const collaborators: Keyed<Lookup<{ permission: string }>> = new Map();
+  const organizationMemberships: Keyed<Lookup<Membership>> = new Map();
+  type TeamLookups = { team: TeamFacts["team"]; repository: TeamFacts["repository"]; memberships: Keyed<Lookup<Membership>> };
+  const teamFacts: Keyed<TeamLookups> = new Map();
+  const appFacts: Keyed<Lookup<{ id: number; slug: string }>> = new Map();
+  const botUsers: Keyed<Lookup<ForgeUser>> = new Map();
+  const record = <T, U>(map: Keyed<T>, as: (value: T) => U) => Object.fromEntries([...map.values()].map(([key, value]) => [key, as(value)]));
+  const facts = (): DirectoryFacts => ({
+    collaborators: record(collaborators, (v) => v),
+    organizationMemberships: record(organizationMemberships, (v) => v),
+    teams: record(teamFacts, (f) => ({ team: f.team, repository: f.repository, memberships: record(f.memberships, (v) => v) })),
+    apps: record(appFacts, (v) => v),
+    botUsers: record(botUsers, (v) => v),
+  });
+  // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed. The bound counts
+  // distinct owners, users and teams together, over every round.
+  let resolved = 0;
+  const ownerBound = () => resolved < MAX_RESOLVED_OWNERS;
+  /** Queues the lookup of `key` unless it was already made (or planned) for this evaluation. */
+  const lookUp = <T>(map: Keyed<T>, key: string, fetch: () => Promise<T>, tasks: (() => Promise<void>)[]) => {
+    if (map.has(key.toLowerCase())) return;
+    const entry: [string, T] = [key, undefined as T]; // filled in before the next round reads it
+    map.set(key.toLowerCase(), entry);
+    tasks.push(async () => { entry[1] = await fetch(); });
   };
+
+  for (let round = 0; round < MAX_LOOKUP_ROUNDS; round++) {
+    const next = await plan(facts());
+    const tasks: (() => Promise<void>)[] = [];
+    for (const login of next.collaborators) {
+      if (collaborators.has(login.toLowerCase()) || !ownerBound()) continue;
+      resolved++;
+      lookUp(collaborators, login, () => directory.collaboratorPermission(t, at, login, call), tasks);
+    }
+    for (const login of orgOwned ? next.organizationMemberships : []) {
+      if (organizationMemberships.size < MAX_RESOLVED_OWNERS) lookUp(organizationMemberships, login, () => directory.organizationMembership(t, r.installationId, r.owner, login, call), tasks);
+    }
+    for (const { team, members } of next.teams) {
+      const [org, slug, extra] = team.split("/");
+      if (!org || !slug || extra !== undefined) continue;
+      if (!teamFacts.has(team.toLowerCase())) {
+        if (!ownerBound()) continue;
+        resolved++;
+        const lookups: TeamLookups = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships: new Map() };
+        teamFacts.set(team.toLowerCase(), [team, lookups]);
+        tasks.push(async () => { lookups.team = await directory.team(t, r.installationId, org, slug, call); });
+        tasks.push(async () => { lookups.repository = await directory.teamRepository(t, at, org, slug, call); });
+      }
+      const memberships = teamFacts.get(team.toLowerCase())![1].memberships;
+      for (const login of members) lookUp(memberships, login, () => directory.teamMembership(t, r.installationId, org, slug, login, call), tasks);
+    }
+    for (const slug of next.apps) if (appFacts.size < MAX_TRUSTED_APPS) lookUp(appFacts, slug, () => directory.appBySlug(t, r.installationId, slug, call), tasks);
+    for (const login of next.botUsers) if (botUsers.size < MAX_TRUSTED_APPS) lookUp(botUsers, login, () => directory.user(t, r.installationId, login, call), tasks);
+    if (tasks.length === 0) break;
+    await runLimited(tasks, concurrency);
+  }
+  return facts();
 }
 
 async function runLimited(tasks: (() => Promise<void>)[], limit: number): Promise<void> {

@@ -3,6 +3,7 @@
 // "Authentication") and live only in @octokit/auth-app's in-memory cache; they are never persisted or logged.
 import { App } from "@octokit/app";
 import { Octokit } from "@octokit/core";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import { classifyForgeError, ForgeError } from "./errors.ts";
 import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Permit, type Priority } from "./governor.ts";
@@ -13,10 +14,19 @@ export const INSTALLATION_PERMISSIONS = Object.freeze({ checks: "write", content
 export const FORGE_API_VERSION = "2026-03-10";
 /** Page size of every list (the forge's maximum, DESIGN 7.1). */
 export const PER_PAGE = 100;
-/** GET responses kept for conditional requests (ETag / If-None-Match): a 304 revalidates them and spends no rate limit. */
-export const CONDITIONAL_CACHE_ENTRIES = 512;
-/** Approximate bytes of response bodies kept for conditional requests. */
+/**
+ * Approximate bytes of GET responses kept for conditional requests (ETag / If-None-Match): a 304 revalidates them and spends
+ * no rate limit. Bounded by bytes, not entries, so thousands of small answers (a large organization's pull requests and
+ * directory facts) stay revalidatable; least recently used first out; one answer may take at most an eighth.
+ */
 export const CONDITIONAL_CACHE_BYTES = 32 * 1024 * 1024;
+/** What one kept answer costs beyond its body: key, ETag, headers, bookkeeping. */
+export const CONDITIONAL_ENTRY_OVERHEAD_BYTES = 512;
+/**
+ * Lookups never kept for conditional requests: the managed check-run list changes with every write of ours (its ETag never
+ * matches again), and a pull request's file pages are cached by head and base commit instead (evidence.ts).
+ */
+export const NOT_KEPT_ROUTES: ReadonlySet<string> = new Set(["GET /repos/{owner}/{repo}/commits/{ref}/check-runs", "GET /repos/{owner}/{repo}/pulls/{pull_number}/files"]);
 
 /** How long a token from @octokit/auth-app is used before asking it again (it mints a new one when its own cache says so). */
 const TOKEN_RECHECK_MS = 60_000;
@@ -26,6 +36,22 @@ const TOKEN_EXPIRY_MARGIN_MS = 5 * 60_000;
 /** RFC 6570 simple expansion of one value, as @octokit/endpoint encodes path parameters. */
 function encodeUnreserved(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** A kept GET answer: its ETag, the answer, and the approximate bytes of its body. */
+export interface KeptResponse { etag: string; response: ForgeResponse; bytes: number }
+
+/** The conditional cache: least recently used out first, bounded by the bytes of what it keeps (with a per-entry overhead). */
+export function conditionalCache(maxBytes: number): LRUCache<string, KeptResponse> {
+  return new LRUCache<string, KeptResponse>({
+    maxSize: maxBytes, maxEntrySize: Math.floor(maxBytes / 8),
+    sizeCalculation: (entry, key) => entry.bytes + key.length + CONDITIONAL_ENTRY_OVERHEAD_BYTES,
+  });
+}
+
+/** One request's key in the conditional cache: who asks (App or installation), the route template and every parameter. */
+export function conditionalKey(scope: string, route: string, params: Record<string, unknown>): string {
+  return `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
 }
 
 export interface TransportOptions {
@@ -49,7 +75,10 @@ export interface CallOptions {
   counter?: { requests: number; notModified?: number };
   /** Told the provider delay of every rate-limited response, so a caller can defer its retry (bounded to one day). */
   onRateLimit?: (retryAfterMs: number) => void;
-  /** false: ask afresh, without If-None-Match (a listing read again after a revalidated page seemed to break its links). */
+  /**
+   * false: ask afresh, without the kept ETag (a listing read again after a revalidated page seemed to break its links). A
+   * caller's own If-None-Match (in `headers`) is still sent, and its 304 is returned as it is, with `data` null.
+   */
   conditional?: false;
   /** Webhook-driven work is "interactive" (the default); reconciler scans and fan-out work are "background" (governor.ts). */
   priority?: Priority;
@@ -177,18 +206,10 @@ export function createTransport(options: TransportOptions): Transport {
 
   // Conditional requests (DESIGN 7.1): the forge answers 304 when nothing changed, which revalidates the kept body; it is
   // never a cache that skips asking, so eligibility facts are still checked at every evaluation.
-  const conditional = new Map<string, { etag: string; response: ForgeResponse; bytes: number }>();
-  let conditionalBytes = 0;
-  const forget = (key: string) => {
-    const entry = conditional.get(key);
-    if (entry) { conditional.delete(key); conditionalBytes -= entry.bytes; }
-  };
-  const keep = (key: string, entry: { etag: string; response: ForgeResponse; bytes: number }) => {
-    forget(key);
-    if (entry.bytes > CONDITIONAL_CACHE_BYTES / 8) return;
-    conditional.set(key, entry);
-    conditionalBytes += entry.bytes;
-    while (conditional.size > CONDITIONAL_CACHE_ENTRIES || conditionalBytes > CONDITIONAL_CACHE_BYTES) forget(conditional.keys().next().value!);
+  const conditional = conditionalCache(CONDITIONAL_CACHE_BYTES);
+  const keep = (key: string, entry: KeptResponse) => {
+    conditional.delete(key);
+    conditional.set(key, entry); // lru-cache drops an entry over maxEntrySize instead of keeping it
   };
 
   type Exchange = (params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<ForgeResponse>;
@@ -208,7 +229,7 @@ export function createTransport(options: TransportOptions): Transport {
       throw fail(error, route, call);
     }
     if (call?.counter) call.counter.requests += 1;
-    const key = route.startsWith("GET ") ? `${scope} ${route} ${JSON.stringify(Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1)))}` : null;
+    const key = route.startsWith("GET ") && !NOT_KEPT_ROUTES.has(route) ? conditionalKey(scope, route, params) : null;
     const kept = key && call?.conditional !== false ? conditional.get(key) : undefined;
     const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
     // 304: the kept body is still current (it spent no rate limit). Its Link is the one the 304 carries, when it carries one
@@ -226,6 +247,11 @@ export function createTransport(options: TransportOptions): Transport {
       answer = result;
       if (result.status === 304) {
         if (kept && key) return revalidated(kept, key, result.headers);
+        // A conditional request the caller made itself (its own If-None-Match) gets the 304 back: the caller knows what it holds.
+        if (!kept && typeof headers["if-none-match"] === "string") {
+          if (call?.counter) call.counter.notModified = (call.counter.notModified ?? 0) + 1;
+          return result;
+        }
         throw Object.assign(new Error("status 304"), { status: 304, response: { status: 304, headers: result.headers } });
       }
       const etag = result.headers.etag;

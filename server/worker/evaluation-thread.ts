@@ -11,7 +11,7 @@ self.onmessage = (event: MessageEvent<ThreadRequest>) => {
   const request = event.data;
   let reply: ThreadReply;
   try {
-    if (request.kind === "plan") reply = { id: request.id, ok: true, kind: "plan", plan: planLookups(request.evidence, request.settings) };
+    if (request.kind === "plan") reply = { id: request.id, ok: true, kind: "plan", plan: planLookups(request.evidence, request.settings, request.known) };
     else {
       const decision = evaluate(request.evidence, request.settings);
       reply = { id: request.id, ok: true, kind: "decide", decision, output: renderCheck(decision) };

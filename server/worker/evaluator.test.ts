@@ -5,6 +5,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
 import { MatchBudget } from "../policy/match-budget.ts";
 import { evaluate } from "../evaluation/evaluate.ts";
+import { NO_DIRECTORY_FACTS } from "../evaluation/plan-lookups.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "../evaluation/evidence.ts";
 import { renderCheck } from "../evaluation/render-check.ts";
 import { approve, baseEvidence, fiveStarRule, sixtyDeepPath, USERS, withCodeowners, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
@@ -60,7 +61,7 @@ describe("evaluation threads", () => {
     const decision = evaluate(evidence, settings);
     const evaluator = threads();
     expect(await evaluator.decide(evidence)).toEqual({ decision, output: renderCheck(decision) });
-    expect(await evaluator.plan(evidence)).toEqual(await inlineEvaluator(settings).plan(evidence));
+    expect(await evaluator.plan(evidence, NO_DIRECTORY_FACTS)).toEqual(await inlineEvaluator(settings).plan(evidence, NO_DIRECTORY_FACTS));
   });
 
   test("health probes are answered while a thread runs a decision that spends the whole matching budget", async () => {
@@ -84,7 +85,7 @@ describe("evaluation threads", () => {
     expect(timedOut).toBeInstanceOf(RetryLater);
     expect((timedOut as RetryLater).code).toBe("evaluation_timeout");
     // With one thread allowed, this answer can only come from a new thread: the stuck one was terminated.
-    expect((await evaluator.plan(baseEvidence())).collaborators).toEqual([]);
+    expect((await evaluator.plan(baseEvidence(), NO_DIRECTORY_FACTS)).collaborators).toEqual([]);
   });
 
   test("an aborted request stops its thread, and one still waiting for a thread leaves the queue", async () => {
@@ -97,7 +98,7 @@ describe("evaluation threads", () => {
     expect(((await second) as Error).message).toBe("lease lost");
     running.abort(new Error("shutting down"));
     expect(((await first) as Error).message).toBe("shutting down");
-    expect((await evaluator.plan(baseEvidence())).apps).toEqual([]);
+    expect((await evaluator.plan(baseEvidence(), NO_DIRECTORY_FACTS)).apps).toEqual([]);
   });
 
   test("closing stops the thread of a request in flight and refuses later requests", async () => {

@@ -1,4 +1,4 @@
-import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
+import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type DirectoryFacts, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { EVALUATION_THREAD_URL } from "../threads.ts";
 import { RetryLater } from "./errors.ts";
@@ -15,8 +15,8 @@ import { RetryLater } from "./errors.ts";
  * input, and a conclusion must depend on the evidence only. The check meanwhile stays in_progress, so nothing merges on it.
  */
 export type Evaluator = {
-  /** The directory facts the evaluation will read (planLookups). */
-  plan(evidence: Omit<Evidence, "directory">, signal?: AbortSignal): Promise<LookupPlan>;
+  /** The directory facts the evaluation still needs beyond `known`, those fetched so far (planLookups). */
+  plan(evidence: Omit<Evidence, "directory">, known: DirectoryFacts, signal?: AbortSignal): Promise<LookupPlan>;
   /** The decision and its check-run output. */
   decide(evidence: Evidence, signal?: AbortSignal): Promise<{ decision: Decision; output: CheckOutput }>;
   /** Stops every thread; requests still waiting are rejected. */
@@ -33,7 +33,7 @@ export const EVALUATION_TIMEOUT_MS = 15_000;
 export const EVALUATION_THREADS = 2;
 
 export type ThreadRequest =
-  | { readonly id: number; readonly kind: "plan"; readonly evidence: Omit<Evidence, "directory">; readonly settings: EvaluationSettings }
+  | { readonly id: number; readonly kind: "plan"; readonly evidence: Omit<Evidence, "directory">; readonly known: DirectoryFacts; readonly settings: EvaluationSettings }
   | { readonly id: number; readonly kind: "decide"; readonly evidence: Evidence; readonly settings: EvaluationSettings };
 
 export type ThreadReply =
@@ -44,7 +44,7 @@ export type ThreadReply =
 /** On the calling thread: for tests and one-shot commands, where nothing else waits on the event loop. */
 export function inlineEvaluator(settings: EvaluationSettings): Evaluator {
   return {
-    plan: async (evidence) => planLookups(evidence, settings),
+    plan: async (evidence, known) => planLookups(evidence, settings, known),
     async decide(evidence) {
       const decision = evaluate(evidence, settings);
       return { decision, output: renderCheck(decision) };
@@ -160,8 +160,8 @@ export function threadEvaluator(settings: EvaluationSettings, options: ThreadEva
   }
 
   return {
-    async plan(evidence, signal) {
-      const reply = await request({ id: nextId++, kind: "plan", evidence, settings }, signal);
+    async plan(evidence, known, signal) {
+      const reply = await request({ id: nextId++, kind: "plan", evidence, known, settings }, signal);
       if (reply.kind !== "plan") throw new Error("an evaluation thread answered the wrong request");
       return reply.plan;
     },

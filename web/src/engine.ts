@@ -128,7 +128,7 @@ export function explain(state: PlaygroundState, query: string): Explanation {
     setFingerprints: decision.ownerSets.map((set, index) => fingerprint(JSON.stringify([set, setPaths[index]]))),
     query: query.trim() === "" ? null : ownership(query.trim()),
     reviews: reviewEffects(state.evidence, state.settings, decision),
-    plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings) : null,
+    plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings, state.evidence.directory) : null,
   };
   const finished = performance.now();
   return { ...result, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: finished - evaluated } };
