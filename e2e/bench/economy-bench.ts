@@ -30,6 +30,7 @@ import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } f
 import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
 import { BINARY, ensureBinary, type RunningBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "../support/databases.ts";
+import { UNPACED_FORGE } from "./unpaced-forge.ts";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
 const QUIET_MS = 1500;
@@ -115,8 +116,28 @@ async function harness(binary: string, reconcileIntervalSeconds: number | null):
   return { sim, scenario, database, env, dir };
 }
 
+/**
+ * Pacing changes when requests are sent, not how many: the governor's budgets are lifted (UNPACED_FORGE) so the larger scans
+ * finish in minutes. A build from before the governor refuses those settings as unknown, and runs without them.
+ */
+const unpaced = new Map<string, boolean>();
+
 async function start(h: Harness, binary: string, env: Record<string, string> = {}): Promise<RunningBinary> {
-  const service = await startBinary({ ...h.env, ...env }, { binary });
+  if (unpaced.get(binary) === false) return serving(h, await startBinary({ ...h.env, ...env }, { binary }));
+  let service: RunningBinary;
+  try {
+    service = await startBinary({ ...h.env, ...UNPACED_FORGE, ...env }, { binary });
+    unpaced.set(binary, true);
+  } catch (error) {
+    if (unpaced.has(binary) || !Object.keys(UNPACED_FORGE).some((name) => String(error).includes(name))) throw error;
+    unpaced.set(binary, false);
+    service = await startBinary({ ...h.env, ...env }, { binary });
+  }
+  return serving(h, service);
+}
+
+/** Points our App's webhooks at the service. */
+function serving(h: Harness, service: RunningBinary): RunningBinary {
   h.sim.control.mustApp(h.scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
   return service;
 }
@@ -264,7 +285,7 @@ for (const binary of binaries) {
     progress(`${binary.name}: steady scan with ${n} open pull requests`);
     scans.push(await steadyScan(binary.path, n));
   }
-  results[binary.name] = { binary: binary.path, ...flows, scans, sustainable: sustainable(scans) };
+  results[binary.name] = { binary: binary.path, governor_budgets_lifted: unpaced.get(binary.path) ?? false, ...flows, scans, sustainable: sustainable(scans) };
 }
 
 type BinaryResult = { pr_50_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; pr_2999_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; scans: Awaited<ReturnType<typeof steadyScan>>[]; sustainable: ReturnType<typeof sustainable> };
