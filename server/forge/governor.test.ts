@@ -154,6 +154,8 @@ describe("the secondary limits", () => {
       // Drain: settle what is held and let time pass until every request was admitted.
       for (let round = 0; admitted.length < steps.length && round < 1_000; round++) {
         for (const h of holding.splice(0)) { inFlight--; h.permit.settle({ status: 200, headers: {} }); }
+        // Requests admitted by those answers are recorded before the clock moves on (at the time the governor issued them).
+        await flush();
         clock.advance(5_000);
         await flush();
       }
