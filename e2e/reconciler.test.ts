@@ -1,33 +1,24 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { pino } from "pino";
-import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import type { Scenario } from "./forge/scenario.ts";
+import type { ForgeSimulator } from "./forge/simulator.ts";
+import { BACKENDS, type TestDatabase } from "./support/databases.ts";
+import { CHECK_NAME, startForgeRig } from "./support/forge-rig.ts";
 import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
-import { createForgeClient } from "../server/forge/index.ts";
 import { createMetrics } from "../server/observability/metrics.ts";
 import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
-import { all, migrateDatabase, openStore, type Store } from "../server/store/index.ts";
+import { all, type Store } from "../server/store/index.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../server/worker/worker.ts";
 
 /**
  * The reconciler against the forge simulator, with the real worker, on both backends: deliveries the service never received
  * (the forge does not retry them) are recovered by one scan, with the check the worker then publishes.
  */
-const CHECK_NAME = "Service / approval";
 
 type Rig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
 
 async function startRig(backend: (typeof BACKENDS)[number], reviewers: string[]): Promise<Rig> {
   // No webhook URL anywhere: every delivery of the scenario is lost, as if the service had been down.
-  const sim = startForgeSimulator({});
-  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers });
-  const database = await createTestDatabase(backend);
-  await migrateDatabase(database.target, Date.now());
-  const store = openStore(database.target);
-  const logs: string[] = [];
-  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
-  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
+  const { sim, scenario, database, store, forge, logs, log } = await startForgeRig(backend, reviewers);
   const metrics = createMetrics();
   const worker = createWorker(
     {

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
-import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
-import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import type { Scenario } from "./forge/scenario.ts";
+import type { ForgeSimulator } from "./forge/simulator.ts";
+import { BACKENDS, type BackendName, type TestDatabase } from "./support/databases.ts";
+import { CHECK_NAME, startForgeRig } from "./support/forge-rig.ts";
 import { waitUntil } from "./support/service.ts";
-import { createForgeClient, type ForgeClient } from "../server/forge/index.ts";
+import type { ForgeClient } from "../server/forge/index.ts";
 import { createMetrics } from "../server/observability/metrics.ts";
-import { all, claimNext, type JobRow, migrateDatabase, openStore, readFences, renewLease, retryJob, type Store, supersedeAndQueue } from "../server/store/index.ts";
+import { all, claimNext, type JobRow, readFences, renewLease, retryJob, type Store, supersedeAndQueue } from "../server/store/index.ts";
 import type { Query } from "../server/store/op.ts";
 import type { CheckTransition } from "../server/worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker, type WorkerOptions } from "../server/worker/worker.ts";
@@ -16,7 +17,6 @@ import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker, type WorkerOptions }
  * worker against the forge simulator on both backends. A lease that lapses is never the end of the work: the row stays for
  * the next claim, which publishes the right result. A slot that stopped working on a row stops renewing its lease.
  */
-const CHECK_NAME = "Service / approval";
 const LEASE_MS = 300;
 const OPTIONS: WorkerOptions = { ...DEFAULT_WORKER_OPTIONS, concurrency: 1, leaseMs: LEASE_MS, pollMs: 25, drainMs: 500, retryCapSeconds: 1, jobDeadlineMs: 1_500 };
 
@@ -70,15 +70,8 @@ type Rig = {
 };
 
 async function startRig(backend: BackendName): Promise<Rig> {
-  const sim = startForgeSimulator({});
   // alice and bob approved: the right result is success.
-  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers: ["alice", "bob"] });
-  const database = await createTestDatabase(backend);
-  await migrateDatabase(database.target, Date.now());
-  const store = openStore(database.target);
-  const logs: string[] = [];
-  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
-  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
+  const { sim, scenario, database, store, forge, logs } = await startForgeRig(backend, ["alice", "bob"]);
   const repository = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
   await store.execute(() => supersedeAndQueue(repository, [{ number: scenario.pullNumber, headSha: scenario.headSha }], Date.now()));
   return { sim, scenario, database, store, forge, logs, transitions: [], workers: [] };
