@@ -9,3 +9,4 @@ export * from "./ops/ingress-ops.ts";
 export type { RepositoryRef } from "./ops/work-rows.ts";
 export * from "./ops/queue-ops.ts";
 export * from "./ops/reconcile-ops.ts";
+export * from "./ops/published-ops.ts";

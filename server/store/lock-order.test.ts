@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, finishHeadInvalidation, markHeadInvalidated, migrateDatabase,
-  openStore, queueMissingWork, recordLiveHead, type Store, supersedeAndQueue,
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation,
+  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordLiveHead, rememberHeadCheck,
+  settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
 /**
@@ -46,6 +47,17 @@ function round(store: Store, n: number): Promise<unknown>[] {
     store.execute(function* () {
       yield* acquireElectionLease(lease, now);
       return yield* queueMissingWork({ lease, repository: repo, pulls: shuffled(PULLS, n + 3), now });
+    }),
+    // What was published (store.ts 6 and 7): a fan-out clearing every digest, the worker's check memory, records, pruning.
+    store.execute(() => supersedeForFanout(repo, shuffled(PULLS, n + 5), now)),
+    store.execute(() => rememberHeadCheck({ ...repo, headSha: pull.headSha, checkRunId: n, digest: `pending:${n}`, now })),
+    store.execute(() => beginCheckWrite(repo.repositoryId, pull.headSha, `pending:${n}`, now)),
+    store.execute(() => settleCheckDigest({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:${n}`, digest: "D", generation: 1, now })),
+    store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),
+    store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, now })),
+    store.execute(function* () {
+      yield* acquireElectionLease(lease, now);
+      return yield* prunePublishedBatch(lease, { evaluationCutoffMs: now - 3, checkCutoffMs: now - 3 }, now);
     }),
   ];
 }

@@ -5,6 +5,8 @@ import pg0002 from "../../migrations/postgres/0002_hot_head_fences.sql" with { t
 import lite0002 from "../../migrations/sqlite/0002_hot_head_fences.sql" with { type: "text" };
 import pg0003 from "../../migrations/postgres/0003_background_work.sql" with { type: "text" };
 import lite0003 from "../../migrations/sqlite/0003_background_work.sql" with { type: "text" };
+import pg0004 from "../../migrations/postgres/0004_published_state.sql" with { type: "text" };
+import lite0004 from "../../migrations/sqlite/0004_published_state.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -17,6 +19,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init", postgres: pg0001, sqlite: lite0001 },
   { version: 2, name: "0002_hot_head_fences", postgres: pg0002, sqlite: lite0002 },
   { version: 3, name: "0003_background_work", postgres: pg0003, sqlite: lite0003 },
+  { version: 4, name: "0004_published_state", postgres: pg0004, sqlite: lite0004 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

@@ -7,14 +7,20 @@ import type { Op, OpOptions } from "./op.ts";
  *
  *   0. advisory locks: the installation publication guard (exclusive for authority acceptance, as the transaction's first
  *      statement; shared for check writes, on a connection of its own), then the head publication guard (DESIGN 4). A
- *      worker holding the guards only reads fences and inserts audit rows, so it never waits for a row while holding one;
+ *      worker holding the guards only reads fences, inserts audit rows and writes `head_checks` rows (7), which no
+ *      transaction holds while it waits, so it never waits long for a row while holding one;
  *   1. `leases`: the reconciler's election row (its writes renew it first);
  *   2. `installation_epochs` (A), by installation;
  *   3. `head_generations` (S, I), by repository and head;
  *   4. `pull_generations` (E), by repository and pull request number;
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
  *      evaluation), then by key (head, repository, base ref, pull request number);
- *   6. `webhook_deliveries` and `audit_events`: rows of one acceptance or one job alone. No two different operations lock
+ *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);
+ *   7. `head_checks`, by repository and head: the managed check's ID and published digest. Mostly written by one-statement
+ *      operations alone (the worker writes `head_checks` while it holds the publication guards: no transaction holding
+ *      one of its rows ever awaits a guard); the head invalidation and the repository-wide fan-out clear digests after their
+ *      work rows (5), and the reconciler's pruning renews its lease (1) and then takes 6 before 7;
+ *   8. `webhook_deliveries` and `audit_events`: rows of one acceptance or one job alone. No two different operations lock
  *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where
  *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last.
  *

@@ -1,4 +1,5 @@
 import { all, batch, one, type Op, run } from "../op.ts";
+import { clearCheckDigest, clearRepositoryDigests } from "./published-ops.ts";
 import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
 /**
@@ -142,11 +143,23 @@ export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { 
 }
 
 /**
+ * A repository-wide fan-out's queueing: as supersedeAndQueue, and every published digest of the repository is cleared, since
+ * the job goes on to reset the managed checks (no completing write can settle a digest while the fan-out row is live).
+ */
+export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
+  yield* supersedeAndQueue(repository, pulls, now);
+  yield* clearRepositoryDigests(repository.repositoryId, now);
+}
+
+/**
  * The end of an exact-head invalidation job: each open pull request on the head gets a new evaluation generation and its
- * evaluation, the generation captured at the job's start is marked invalidated, and the audit row is written.
+ * evaluation, the generation captured at the job's start is marked invalidated, the head's published digest is cleared (the
+ * job reset the check without the guards, so a completing write that raced it may have settled one), and the audit row is
+ * written.
  */
 export function* finishHeadInvalidation(repository: RepositoryRef, headSha: string, generation: number, pulls: readonly number[], now: number): Op<void> {
   yield* batch(advanceAndQueue(repository, { invalidated: { headSha, generation }, pulls: pulls.map((number) => ({ number, headSha })) }, now));
+  yield* clearCheckDigest(repository.repositoryId, headSha, now);
   yield* recordAudit({ kind: "invalidation", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha, outcome: "completed", detail: { shared_generation: generation, pull_requests: pulls.length }, now });
 }
 

@@ -1,0 +1,142 @@
+import { all, one, type Op, run } from "../op.ts";
+import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
+
+/**
+ * What the service last published (migration 0004), so that neither the reconciler nor the check writer repeats work that
+ * changes nothing (issue 18). Both tables are memory, never a fence: a missing or cleared row costs only the forge requests it
+ * would have saved, so every reader treats "no row" as "unknown" and does the work.
+ *
+ * pull_evaluations: per pull request, what its last evaluation that reached a decision saw (head, base commit, `updated_at`).
+ * head_checks: per head, our managed check run's ID and a digest of the completed result last written with certainty. The
+ * digest protocol keeps it from ever claiming something the check does not show:
+ *   - a completing write first replaces the digest with a pending token of its own (beginCheckWrite), writes, and settles the
+ *     digest only if its token is still there (settleCheckDigest);
+ *   - every reset to in_progress clears the digest after its write (clearCheckDigest), so a completing write that raced it
+ *     cannot settle, and a settled digest is gone after the reset;
+ *   - the digest also names the head's shared generation S it was written at; a fast-path reset always follows an advance of
+ *     S, so a digest of an older S is never trusted either.
+ * Both tables come after `jobs` in the store's lock order (store.ts, 6 and 7): most writes are one statement alone; the
+ * head invalidation and the repository-wide fan-out clear digests after their work rows, in the same transaction.
+ */
+export type SeenEvaluation = {
+  readonly pull_number: number;
+  readonly head_sha: string;
+  readonly base_sha: string;
+  readonly pull_updated_at_ms: number | null;
+  readonly evaluated_at_ms: number;
+};
+
+/**
+ * Records what an evaluation that reached a decision saw. An older evaluation generation never overwrites a newer one (two
+ * evaluations of one pull request may finish in either order).
+ */
+export function* recordEvaluation(input: {
+  readonly installationId: number;
+  readonly repositoryId: number;
+  readonly pullNumber: number;
+  readonly headSha: string;
+  readonly baseSha: string;
+  readonly updatedAtMs: number | null;
+  readonly evaluationGeneration: number;
+  readonly now: number;
+}): Op<void> {
+  yield* run(
+    `insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, pull_updated_at_ms, evaluation_generation, evaluated_at_ms)
+     values ($1, $2, $3, $4, $5, $6, $7, $8)
+     on conflict (repository_id, pull_number) do update set installation_id = excluded.installation_id, head_sha = excluded.head_sha,
+       base_sha = excluded.base_sha, pull_updated_at_ms = excluded.pull_updated_at_ms, evaluation_generation = excluded.evaluation_generation,
+       evaluated_at_ms = excluded.evaluated_at_ms
+     where pull_evaluations.evaluation_generation <= excluded.evaluation_generation`,
+    input.installationId, input.repositoryId, input.pullNumber, input.headSha, input.baseSha, input.updatedAtMs, input.evaluationGeneration, input.now,
+  );
+}
+
+/** Every recorded evaluation of a repository's pull requests (a read: no row lock). */
+export function* readEvaluations(repositoryId: number): Op<SeenEvaluation[]> {
+  return yield* all<SeenEvaluation>(
+    "select pull_number, head_sha, base_sha, pull_updated_at_ms, evaluated_at_ms from pull_evaluations where repository_id = $1",
+    repositoryId,
+  );
+}
+
+export type HeadCheck = { readonly check_run_id: number; readonly digest: string | null; readonly digest_generation: number | null };
+
+export function* readHeadCheck(repositoryId: number, headSha: string): Op<HeadCheck | null> {
+  return yield* one<HeadCheck>("select check_run_id, digest, digest_generation from head_checks where repository_id = $1 and head_sha = $2", repositoryId, headSha);
+}
+
+/**
+ * Remembers the check run found or created for the head (under the head publication guard), with `digest` (null, or the
+ * pending token of the write about to be made). Another ID than the remembered one drops the digest: it was about that run.
+ */
+export function* rememberHeadCheck(input: {
+  readonly installationId: number;
+  readonly repositoryId: number;
+  readonly headSha: string;
+  readonly checkRunId: number;
+  readonly digest?: string | null;
+  readonly now: number;
+}): Op<void> {
+  yield* run(
+    `insert into head_checks (installation_id, repository_id, head_sha, check_run_id, digest, digest_generation, updated_at_ms)
+     values ($1, $2, $3, $4, $5, null, $6)
+     on conflict (repository_id, head_sha) do update set check_run_id = excluded.check_run_id, updated_at_ms = excluded.updated_at_ms,
+       digest = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then excluded.digest else head_checks.digest end,
+       digest_generation = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then null else head_checks.digest_generation end`,
+    input.installationId, input.repositoryId, input.headSha, input.checkRunId, input.digest ?? null, input.now,
+  );
+}
+
+/** The forge says the remembered run is gone (404/410): forget it, unless another ID was remembered meanwhile. */
+export function* forgetHeadCheck(repositoryId: number, headSha: string, checkRunId: number): Op<void> {
+  yield* run("delete from head_checks where repository_id = $1 and head_sha = $2 and check_run_id = $3", repositoryId, headSha, checkRunId);
+}
+
+/** Before a completing write: the digest becomes this write's pending token (nothing is claimed until it settles). */
+export function* beginCheckWrite(repositoryId: number, headSha: string, token: string, now: number): Op<void> {
+  yield* run("update head_checks set digest = $3, digest_generation = null, updated_at_ms = $4 where repository_id = $1 and head_sha = $2", repositoryId, headSha, token, now);
+}
+
+/** After a completing write that is certain and still publishable: its digest, if no reset cleared the token meanwhile. */
+export function* settleCheckDigest(input: { readonly repositoryId: number; readonly headSha: string; readonly token: string; readonly digest: string; readonly generation: number; readonly now: number }): Op<boolean> {
+  const changed = yield* run(
+    "update head_checks set digest = $4, digest_generation = $5, updated_at_ms = $6 where repository_id = $1 and head_sha = $2 and digest = $3",
+    input.repositoryId, input.headSha, input.token, input.digest, input.generation, input.now,
+  );
+  return changed > 0;
+}
+
+/** Before a guarded reset, or after an unguarded one: the check shows something else now, or may. */
+export function* clearCheckDigest(repositoryId: number, headSha: string, now: number): Op<void> {
+  yield* run("update head_checks set digest = null, digest_generation = null, updated_at_ms = $3 where repository_id = $1 and head_sha = $2 and digest is not null", repositoryId, headSha, now);
+}
+
+/** A repository-wide fan-out is about to reset every managed check of the repository: no digest of it holds any more. */
+export function* clearRepositoryDigests(repositoryId: number, now: number): Op<void> {
+  yield* run("update head_checks set digest = null, digest_generation = null, updated_at_ms = $2 where repository_id = $1 and digest is not null", repositoryId, now);
+}
+
+/** Rows removed per pruning transaction (as DELIVERY_PRUNE_BATCH: one statement well inside the ordinary bound). */
+export const PUBLISHED_PRUNE_BATCH = 1_000;
+
+/**
+ * Removes, fenced by the reconciler lease, up to `batch` evaluation records older than `evaluationCutoffMs` (a pull request
+ * still open is evaluated again well before: the full sweep), then up to `batch` check records untouched since
+ * `checkCutoffMs` whose head is no recorded evaluation's head. Returns the number removed, or null when the lease was lost.
+ */
+export function* prunePublishedBatch(lease: ElectionLease, cutoffs: { readonly evaluationCutoffMs: number; readonly checkCutoffMs: number }, now: number, batch: number = PUBLISHED_PRUNE_BATCH): Op<number | null> {
+  if (!(yield* renewElectionLease(lease, now))) return null;
+  const evaluations = yield* run(
+    `delete from pull_evaluations where (repository_id, pull_number) in (
+       select repository_id, pull_number from pull_evaluations where evaluated_at_ms < $1 order by evaluated_at_ms limit $2)`,
+    cutoffs.evaluationCutoffMs, batch,
+  );
+  const checks = yield* run(
+    `delete from head_checks where (repository_id, head_sha) in (
+       select c.repository_id, c.head_sha from head_checks c where c.updated_at_ms < $1
+         and not exists (select 1 from pull_evaluations p where p.repository_id = c.repository_id and p.head_sha = c.head_sha)
+       order by c.updated_at_ms limit $2)`,
+    cutoffs.checkCutoffMs, batch,
+  );
+  return checks + evaluations;
+}

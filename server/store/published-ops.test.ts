@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import {
+  acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
+  readEvaluations, readHeadCheck, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
+} from "./index.ts";
+
+/** What the service last published (migration 0004): evaluation records and the managed check's ID and digest per head. */
+const repo = { installationId: 4, repositoryId: 40, owner: "acme", name: "web" };
+const HEAD = "d".repeat(40);
+const OTHER_HEAD = "e".repeat(40);
+const BASE = "f".repeat(40);
+const lease = { name: "reconciler", owner: "r1", ttlMs: 60_000 };
+
+describe.each(BACKENDS)("published state on %s", (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+  async function open() {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+  }
+  const seen = (pullNumber: number, generation: number, now: number, headSha = HEAD) =>
+    store.execute(() => recordEvaluation({ installationId: 4, repositoryId: 40, pullNumber, headSha, baseSha: BASE, updatedAtMs: now - 1, evaluationGeneration: generation, now }));
+  const remember = (checkRunId: number, digest: string | null = null, headSha = HEAD, repositoryId = 40) =>
+    store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId, headSha, checkRunId, digest, now: 5 }));
+  const check = (headSha = HEAD, repositoryId = 40) => store.execute(() => readHeadCheck(repositoryId, headSha));
+  const settle = (token: string, digest: string, generation = 3) => store.execute(() => settleCheckDigest({ repositoryId: 40, headSha: HEAD, token, digest, generation, now: 9 }));
+
+  test("an evaluation record keeps what the newest evaluation saw; an older generation finishing later changes nothing", async () => {
+    await open();
+    await seen(1, 2, 100);
+    await seen(1, 1, 200, OTHER_HEAD);
+    await seen(2, 1, 300);
+    expect(await store.execute(() => readEvaluations(40))).toEqual(expect.arrayContaining([
+      { pull_number: 1, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 99, evaluated_at_ms: 100 },
+      { pull_number: 2, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 299, evaluated_at_ms: 300 },
+    ]));
+    await seen(1, 3, 400, OTHER_HEAD);
+    expect((await store.execute(() => readEvaluations(40))).find((r) => r.pull_number === 1)).toMatchObject({ head_sha: OTHER_HEAD, evaluated_at_ms: 400 });
+    expect(await store.execute(() => readEvaluations(41))).toEqual([]);
+  });
+
+  test("a completing write's digest settles only while its pending token is still there", async () => {
+    await open();
+    await remember(7, "pending:a");
+    expect(await settle("pending:a", "D1")).toBe(true);
+    expect(await check()).toEqual({ check_run_id: 7, digest: "D1", digest_generation: 3 });
+
+    // A reset between a write's start and its settling clears the token: the write's digest is never claimed.
+    await store.execute(() => beginCheckWrite(40, HEAD, "pending:b", 10));
+    expect(await check()).toEqual({ check_run_id: 7, digest: "pending:b", digest_generation: null });
+    await store.execute(() => clearCheckDigest(40, HEAD, 11));
+    expect(await settle("pending:b", "D2")).toBe(false);
+    expect(await check()).toEqual({ check_run_id: 7, digest: null, digest_generation: null });
+
+    // A later write's token wins over an earlier one.
+    await store.execute(() => beginCheckWrite(40, HEAD, "pending:c", 12));
+    await store.execute(() => beginCheckWrite(40, HEAD, "pending:d", 13));
+    expect(await settle("pending:c", "D3")).toBe(false);
+    expect(await settle("pending:d", "D4", 5)).toBe(true);
+    expect(await check()).toEqual({ check_run_id: 7, digest: "D4", digest_generation: 5 });
+  });
+
+  test("remembering the same run keeps its digest; another run drops it; forgetting needs the same ID", async () => {
+    await open();
+    await remember(7, "pending:a");
+    await settle("pending:a", "D1");
+    await remember(7);
+    expect(await check()).toEqual({ check_run_id: 7, digest: "D1", digest_generation: 3 });
+    await remember(8);
+    expect(await check()).toEqual({ check_run_id: 8, digest: null, digest_generation: null });
+    await store.execute(() => forgetHeadCheck(40, HEAD, 7));
+    expect((await check())?.check_run_id).toBe(8);
+    await store.execute(() => forgetHeadCheck(40, HEAD, 8));
+    expect(await check()).toBeNull();
+  });
+
+  test("a head invalidation clears its head's digest, a repository-wide fan-out every digest of the repository, a base-ref re-queue none", async () => {
+    await open();
+    const settled = async (headSha: string, repositoryId = 40) => {
+      await store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId, headSha, checkRunId: headSha === HEAD ? 1 : 2, digest: "pending:x", now: 1 }));
+      await store.execute(() => settleCheckDigest({ repositoryId, headSha, token: "pending:x", digest: "D", generation: 1, now: 2 }));
+    };
+    for (const head of [HEAD, OTHER_HEAD]) await settled(head);
+    await settled(HEAD, 41);
+    await store.execute(() => supersedeAndQueue(repo, [{ number: 1, headSha: HEAD }], 3));
+    expect((await check())?.digest).toBe("D");
+    await store.execute(() => finishHeadInvalidation(repo, HEAD, 0, [1], 4));
+    expect((await check())?.digest).toBeNull();
+    expect((await check(OTHER_HEAD))?.digest).toBe("D");
+    await store.execute(() => supersedeForFanout(repo, [{ number: 2, headSha: OTHER_HEAD }], 5));
+    expect((await check(OTHER_HEAD))?.digest).toBeNull();
+    expect((await check(HEAD, 41))?.digest).toBe("D");
+    expect(await store.execute(() => all("select pull_number from jobs where kind = 'evaluation' order by pull_number"))).toEqual([{ pull_number: 1 }, { pull_number: 2 }]);
+  });
+
+  test("pruning removes evaluation records past their horizon and check records no recorded evaluation names, fenced by the lease", async () => {
+    await open();
+    await seen(1, 1, 100); // old: pruned
+    await seen(2, 1, 5_000, OTHER_HEAD); // recent: kept, and keeps OTHER_HEAD's check
+    await remember(7); // HEAD: old and named by no evaluation once pull request 1's record goes
+    await remember(8, null, OTHER_HEAD);
+    await store.execute(() => run("update head_checks set updated_at_ms = 50"));
+    expect(await store.execute(() => prunePublishedBatch(lease, { evaluationCutoffMs: 1_000, checkCutoffMs: 1_000 }, 6_000))).toBeNull();
+    expect(await store.execute(() => acquireElectionLease(lease, 6_000))).toBe(true);
+    expect(await store.execute(() => prunePublishedBatch(lease, { evaluationCutoffMs: 1_000, checkCutoffMs: 1_000 }, 6_001, 10))).toBe(2);
+    expect((await store.execute(() => readEvaluations(40))).map((r) => r.pull_number)).toEqual([2]);
+    expect(await check()).toBeNull();
+    expect((await check(OTHER_HEAD))?.check_run_id).toBe(8);
+    expect(await store.execute(() => prunePublishedBatch(lease, { evaluationCutoffMs: 1_000, checkCutoffMs: 1_000 }, 6_002))).toBe(0);
+  });
+});
