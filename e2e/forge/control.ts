@@ -187,6 +187,9 @@ export class SimulatorControl {
       body: args.body ?? "", submittedAt: this.now(),
     };
     pr.reviews.push(review);
+    // As on the forge, activity on a pull request (reviews, pushes to its head, labels, edits, state changes) moves its
+    // updated_at, which the reconciler compares with what the last evaluation saw.
+    pr.updatedAt = review.submittedAt;
     await this.emit(repo, "pull_request_review", () => ({
       action: "submitted", review: reviewJson(this.base, this.state, repo, pr, review), pull_request: this.pullBody(repo, pr),
       sender: this.userBody(args.user),
@@ -200,6 +203,7 @@ export class SimulatorControl {
     const review = pr.reviews.find((r) => r.id === args.reviewId);
     if (!review) throw new ControlError(404, "no such review");
     review.state = "DISMISSED";
+    pr.updatedAt = this.now();
     await this.emit(repo, "pull_request_review", () => ({
       action: "dismissed", review: reviewJson(this.base, this.state, repo, pr, review), pull_request: this.pullBody(repo, pr),
       sender: this.userBody(repo.ownerLogin),
@@ -227,11 +231,13 @@ export class SimulatorControl {
     const pr = this.mustPull(args.owner, args.repo, args.number);
     if (args.draft !== undefined && args.draft !== pr.draft) {
       pr.draft = args.draft;
+      pr.updatedAt = this.now();
       await this.emitPull(repo, pr, args.draft ? "converted_to_draft" : "ready_for_review", {});
     }
     if (args.state !== pr.state) {
       pr.state = args.state;
-      pr.closedAt = args.state === "closed" ? this.now() : null;
+      pr.updatedAt = this.now();
+      pr.closedAt = args.state === "closed" ? pr.updatedAt : null;
       await this.emitPull(repo, pr, args.state === "closed" ? "closed" : "reopened", {});
     }
     return pr;

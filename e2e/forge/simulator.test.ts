@@ -127,6 +127,31 @@ describe("webhooks", () => {
     expect(sim.control.deliveries.every((d) => d.status === 202)).toBe(true);
   });
 
+  test("every change to a pull request moves its updated_at, as the forge's does (the reconciler compares it)", async () => {
+    await sim.control.commit({ owner: "acme", repo: "web", branch: "touched", files: { "docs/touched.md": "1\n" } });
+    const pr = await sim.control.openPullRequest({ owner: "acme", repo: "web", head: "touched", author: "erin" });
+    const t = (await token()).body.token;
+    const listed = async () => {
+      const pulls = (await (await get("/repos/acme/web/pulls?state=all&per_page=100", `token ${t}`)).json()) as Array<{ number: number; updated_at: string }>;
+      return pulls.find((p) => p.number === pr.number)!.updated_at;
+    };
+    const ref = { owner: "acme", repo: "web", number: pr.number };
+    const changes: Array<[string, () => Promise<unknown>]> = [
+      ["push to its head", () => sim.control.pushToPullRequest({ ...ref, files: { "docs/touched.md": "2\n" } })],
+      ["review submitted", () => sim.control.submitReview({ ...ref, user: "alice", state: "APPROVED" })],
+      ["review dismissed", () => sim.control.dismissReview({ ...ref, reviewId: sim.control.mustPull("acme", "web", pr.number).reviews.at(-1)!.id })],
+      ["labeled", () => sim.control.label({ ...ref, name: "bot-review" })],
+      ["converted to draft", () => sim.control.setPullRequestState({ ...ref, state: "open", draft: true })],
+      ["closed", () => sim.control.setPullRequestState({ ...ref, state: "closed" })],
+      ["reopened", () => sim.control.setPullRequestState({ ...ref, state: "open" })],
+    ];
+    for (const [what, change] of changes) {
+      const before = await listed();
+      await change();
+      expect({ what, moved: Date.parse(await listed()) > Date.parse(before) }).toEqual({ what, moved: true });
+    }
+  });
+
   test("directory, repository, label and installation changes send their events", async () => {
     received.length = 0;
     await sim.control.setCollaborator({ owner: "acme", repo: "web", user: "carol", permission: "write" });
