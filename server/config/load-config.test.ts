@@ -212,6 +212,13 @@ describe("other settings", () => {
     expect(loadConfig({ SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES: "10485760" }, io).webhookUnverifiedBodyBudgetBytes).toBe(10 * 1024 * 1024);
     expect(loadConfig({ SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES: "536870912" }, io).webhookUnverifiedBodyBudgetBytes).toBe(512 * 1024 * 1024);
   });
+  test("the full sweep period is 1..168 hours (default 24) and covers at least one reconcile interval", () => {
+    expect(loadConfig({}, io).reconcileFullSweepHours).toBe(24);
+    expect(loadConfig({ SERVICE_RECONCILE_FULL_SWEEP_HOURS: "168" }, io).reconcileFullSweepHours).toBe(168);
+    for (const bad of ["0", "169", "1.5", "24h", "-1"]) expect(rejection({ SERVICE_RECONCILE_FULL_SWEEP_HOURS: bad }).message).toMatch(/1 to 168/);
+    expect(rejection({ SERVICE_RECONCILE_FULL_SWEEP_HOURS: "1", SERVICE_RECONCILE_INTERVAL_SECONDS: "3601" }).variable).toBe("SERVICE_RECONCILE_FULL_SWEEP_HOURS");
+    expect(loadConfig({ SERVICE_RECONCILE_FULL_SWEEP_HOURS: "1", SERVICE_RECONCILE_INTERVAL_SECONDS: "3600" }, io).reconcileFullSweepHours).toBe(1);
+  });
   test("the worker lease is bounded to 3..600 seconds", () => {
     expect(rejection({ SERVICE_WORKER_LEASE_SECONDS: "2" }).message).toMatch(/3 to 600/);
     expect(loadConfig({ SERVICE_WORKER_LEASE_SECONDS: "5" }, io).workerLeaseSeconds).toBe(5);

@@ -51,6 +51,8 @@ export type Config = {
   /** Process-wide bound on webhook body bytes held before their signature is verified; past it deliveries get 503. */
   readonly webhookUnverifiedBodyBudgetBytes: number;
   readonly reconcileIntervalSeconds: number;
+  /** The rolling full sweep's period: every open pull request is evaluated again at least this often (spread evenly). */
+  readonly reconcileFullSweepHours: number;
   readonly allowInsecureChanges: boolean;
   readonly playgroundEnabled: boolean;
   readonly setup:
@@ -86,6 +88,7 @@ export const DEFAULTS = Object.freeze({
   webhookInvalidationTimeoutSeconds: 5,
   webhookUnverifiedBodyBudgetBytes: 64 * 1024 * 1024,
   reconcileIntervalSeconds: 300,
+  reconcileFullSweepHours: 24,
 });
 
 /** Every variable loadConfig knows; any other SERVICE_* name is rejected so that a typo cannot silently fall back to a default. */
@@ -118,6 +121,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS",
   "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES",
   "SERVICE_RECONCILE_INTERVAL_SECONDS",
+  "SERVICE_RECONCILE_FULL_SWEEP_HOURS",
   "SERVICE_ALLOW_INSECURE_CHANGES",
   "SERVICE_PLAYGROUND_ENABLED",
   "SERVICE_SETUP_ENABLED",
@@ -269,6 +273,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     throw new ConfigError("SERVICE_ORGANIZATION_POLICY_REPOSITORY", "must be a repository name (letters, digits, '.', '-', '_'; at most 100)");
   }
 
+  const reconcileIntervalSeconds = integer(env, "SERVICE_RECONCILE_INTERVAL_SECONDS", DEFAULTS.reconcileIntervalSeconds, 10, 86_400);
+  // One week at most: the sweep is what recovers membership, team and permission changes whose events were missed.
+  const reconcileFullSweepHours = integer(env, "SERVICE_RECONCILE_FULL_SWEEP_HOURS", DEFAULTS.reconcileFullSweepHours, 1, 168);
+  if (reconcileFullSweepHours * 3600 < reconcileIntervalSeconds) {
+    throw new ConfigError("SERVICE_RECONCILE_FULL_SWEEP_HOURS", "must cover at least one SERVICE_RECONCILE_INTERVAL_SECONDS (the sweep is spread over the scans of its period)");
+  }
+
   const host = get("SERVICE_HOST") ?? DEFAULTS.host;
   if (!/^[A-Za-z0-9.:-]+$/.test(host)) throw new ConfigError("SERVICE_HOST", "must be a host name or IP address to listen on");
   const port = integer(env, "SERVICE_PORT", DEFAULTS.port, production ? 1 : 0, 65535);
@@ -321,7 +332,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     webhookInvalidationTimeoutSeconds: integer(env, "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS", DEFAULTS.webhookInvalidationTimeoutSeconds, 1, 9),
     // At least one maximal body, so a lone delivery always fits; at most 512 MiB, so a slip of digits cannot lift the bound.
     webhookUnverifiedBodyBudgetBytes: integer(env, "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES", DEFAULTS.webhookUnverifiedBodyBudgetBytes, MAX_WEBHOOK_BODY_BYTES, 512 * 1024 * 1024),
-    reconcileIntervalSeconds: integer(env, "SERVICE_RECONCILE_INTERVAL_SECONDS", DEFAULTS.reconcileIntervalSeconds, 10, 86_400),
+    reconcileIntervalSeconds,
+    reconcileFullSweepHours,
     allowInsecureChanges: boolean(env, "SERVICE_ALLOW_INSECURE_CHANGES", false),
     playgroundEnabled: boolean(env, "SERVICE_PLAYGROUND_ENABLED", true),
     setup,
@@ -362,6 +374,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     webhook_invalidation_timeout_seconds: config.webhookInvalidationTimeoutSeconds,
     webhook_unverified_body_budget_bytes: config.webhookUnverifiedBodyBudgetBytes,
     reconcile_interval_seconds: config.reconcileIntervalSeconds,
+    reconcile_full_sweep_hours: config.reconcileFullSweepHours,
     allow_insecure_changes: config.allowInsecureChanges,
     playground_enabled: config.playgroundEnabled,
     setup_enabled: config.setup.enabled,

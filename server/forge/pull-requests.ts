@@ -4,7 +4,7 @@ import { MAX_OPEN_PULL_REQUESTS } from "../policy/bounds.ts";
 import { invalidBody } from "./errors.ts";
 import { gapFromError, listAll } from "./pagination.ts";
 import type { CallOptions, Transport } from "./transport.ts";
-import { bool, int, object, sha, str, type Json } from "./validate.ts";
+import { bool, int, object, sha, str, type Json, zonedTimestampMs } from "./validate.ts";
 
 const PULL = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
 const PULLS = "GET /repos/{owner}/{repo}/pulls";
@@ -13,6 +13,8 @@ const REPO = "GET /repos/{owner}/{repo}";
 export interface PullRequestDetails extends PullRequestFacts {
   readonly headRef: string;
   readonly repository: RepositoryFacts;
+  /** `updated_at` (epoch ms), or null when absent or unreadable: what the reconciler compares to see a change (never evidence). */
+  readonly updatedAtMs: number | null;
 }
 
 export interface OpenPullRequestSummary extends OpenPullRequestRef {
@@ -52,7 +54,7 @@ export function toPullRequestDetails(value: unknown): PullRequestDetails {
     number: int(p, "number", PULL), headSha: sha(head, "sha", PULL), headRef: str(head, "ref", PULL), baseSha: sha(base, "sha", PULL),
     baseRef: str(base, "ref", PULL), author: { id: int(user, "id", PULL), login: str(user, "login", PULL) }, state: str(p, "state", PULL),
     draft: typeof p.draft === "boolean" ? p.draft : false, labels: labels.map((l) => str(object(l, PULL), "name", PULL)), changedFiles,
-    repository: { owner: repo.owner, name: repo.name, ownerType: repo.ownerType },
+    repository: { owner: repo.owner, name: repo.name, ownerType: repo.ownerType }, updatedAtMs: zonedTimestampMs(p.updated_at),
   };
 }
 

@@ -34,3 +34,31 @@ export function sha(o: Json, key: string, what: string): string {
   if (!SHA.test(v)) throw invalidBody(what);
   return v;
 }
+
+// Extended ISO 8601 date-time with a mandatory zone designator: Z, ±hh, ±hhmm or ±hh:mm; seconds and fraction optional.
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d{1,9})?)?(?:Z|[+-](\d{2})(?::?(\d{2}))?)$/;
+
+/** A timezone-aware ISO 8601 timestamp naming a real calendar instant (a local time without zone is rejected). */
+export function isZonedTimestamp(value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  const m = TIMESTAMP.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (m[7] !== undefined && Number(m[7]) > 23) return false;
+  if (m[8] !== undefined && Number(m[8]) > 59) return false;
+  return true;
+}
+
+/**
+ * A timezone-aware timestamp as epoch milliseconds, or null when it is not one (or names no instant the runtime can read):
+ * used where a timestamp only tells whether something changed, so an unreadable one counts as changed, never as an error.
+ */
+export function zonedTimestampMs(value: unknown): number | null {
+  if (!isZonedTimestamp(value)) return null;
+  const ms = Date.parse(value as string);
+  return Number.isFinite(ms) ? ms : null;
+}

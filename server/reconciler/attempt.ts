@@ -1,8 +1,10 @@
 import type { ForgeClient, ListResult, ProbeClock } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
-  acquireElectionLease, type ElectionLease, pruneDeliveryBatch, queueMissingWork, renewElectionLease, type RepositoryRef, type Store,
+  acquireElectionLease, type ElectionLease, pruneDeliveryBatch, prunePublishedBatch, queueMissingWork, readEvaluations, renewElectionLease, type RepositoryRef,
+  type SeenEvaluation, type Store,
 } from "../store/index.ts";
+import { dueReason } from "./sweep.ts";
 import { type RejectionReason, type Validated, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
 /**
@@ -11,16 +13,17 @@ import { type RejectionReason, type Validated, validateInstallations, validateOp
  *   elect ──another owner──▶ no attempt (nothing recorded)
  *     │ error ─────────────▶ failure
  *     ▼
- *   prune expired delivery IDs (batches, each fenced by the lease)
+ *   prune expired delivery IDs and stale published-state records (batches, each fenced by the lease)
  *     ▼
  *   list installations ──gap, not a list, any invalid item──▶ failure (validated whole before any installation is processed)
  *     ▼
  *   while elected, a background renewal every third of the lease TTL keeps the lease through long forge listings;
  *   for each unsuspended installation: renew the lease, list its repositories, validate them whole; for each non-archived
- *   repository other than the organization policy repository: list its open pull requests, validate them whole, then queue
- *   the missing work in one transaction that renews the lease. A gap, a rejected list or a database error marks the attempt
- *   partial and the scan goes on with the next repository or installation; a lost lease or a shutdown marks it partial and
- *   stops the scan. Work queued before either stays durable.
+ *   repository other than the organization policy repository: list its open pull requests, validate them whole, keep those
+ *   that may have changed since their last evaluation (sweep.ts: new, another head, base commit or updated_at, or their
+ *   full-sweep slot came round), then queue their missing work in transactions that renew the lease. A gap, a rejected list
+ *   or a database error marks the attempt partial and the scan goes on with the next repository or installation; a lost
+ *   lease or a shutdown marks it partial and stops the scan. Work queued before either stays durable.
  *     ▼
  *   success only when nothing was marked partial.
  */
@@ -47,6 +50,8 @@ export type AttemptDeps = {
 export type AttemptSettings = {
   readonly lease: ElectionLease;
   readonly retentionMs: number;
+  /** SERVICE_RECONCILE_FULL_SWEEP_HOURS: every open pull request is evaluated again at least once per this period. */
+  readonly fullSweepMs: number;
 };
 
 export type AttemptReport = {
@@ -56,6 +61,8 @@ export type AttemptReport = {
   readonly installations: number;
   readonly repositories: number;
   readonly pullRequests: number;
+  /** Listed open pull requests left alone: nothing says they changed since their last evaluation, and their sweep slot is not due. */
+  readonly unchanged: number;
   readonly queued: number;
   readonly pruned: number;
 };
@@ -70,7 +77,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   const { store, forge, log } = deps;
   const now = () => deps.clock.now();
   const problems: string[] = [];
-  const counts = { installations: 0, repositories: 0, pullRequests: 0, queued: 0, pruned: 0 };
+  const counts = { installations: 0, repositories: 0, pullRequests: 0, unchanged: 0, queued: 0, pruned: 0 };
   const report = (result: AttemptResult): AttemptReport => ({ result, problems, ...counts });
   const problem = (code: string, fields: Record<string, unknown> = {}) => {
     if (!problems.includes(code)) problems.push(code);
@@ -148,10 +155,19 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
           continue;
         }
         counts.pullRequests += pulls.items.length;
+        let seen: Map<number, SeenEvaluation>;
+        try {
+          seen = new Map((await store.execute(() => readEvaluations(repository.id))).map((row) => [Number(row.pull_number), row]));
+        } catch (error) {
+          problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
+          continue;
+        }
+        const due = pulls.items.filter((pull) => dueReason(pull, seen.get(pull.number), repository.id, now(), settings.fullSweepMs) !== null);
+        counts.unchanged += pulls.items.length - due.length;
         let queued = 0;
         let kept = 0;
-        for (let start = 0; start < Math.max(1, pulls.items.length); start += RECONCILE_QUEUE_BATCH) {
-          const batch = pulls.items.slice(start, start + RECONCILE_QUEUE_BATCH);
+        for (let start = 0; start < Math.max(1, due.length); start += RECONCILE_QUEUE_BATCH) {
+          const batch = due.slice(start, start + RECONCILE_QUEUE_BATCH);
           let outcome;
           try {
             outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: now() }));
@@ -183,25 +199,36 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   return report(problems.length === 0 ? "success" : "partial");
 }
 
-/** Removes every delivery record older than the retention, in bounded batches. A failure leaves them for the next attempt. */
+/**
+ * Removes every delivery record older than the retention, then the published-state records no open pull request needs any
+ * more (evaluations not renewed for two sweep periods, and checks of heads no recorded evaluation names), in bounded
+ * batches. A failure leaves them for the next attempt. Returns the number of delivery records removed.
+ */
 async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
   const now = () => deps.clock.now();
   const cutoff = now() - settings.retentionMs;
+  const delivered = await pruneBatches(deps, interrupted, "expired delivery IDs", () => pruneDeliveryBatch(settings.lease, cutoff, now()));
+  const horizon = now() - 2 * settings.fullSweepMs;
+  await pruneBatches(deps, interrupted, "stale published-state records", () => prunePublishedBatch(settings.lease, { evaluationCutoffMs: horizon, checkCutoffMs: horizon }, now()));
+  return delivered;
+}
+
+async function pruneBatches(deps: AttemptDeps, interrupted: () => void, what: string, batch: () => ReturnType<typeof pruneDeliveryBatch>): Promise<number> {
   let total = 0;
   for (;;) {
     interrupted();
     let removed: number | null;
     try {
-      removed = await deps.store.execute(() => pruneDeliveryBatch(settings.lease, cutoff, now()));
+      removed = await deps.store.execute(batch);
     } catch (error) {
-      deps.log.warn({ code: errorCode(error) }, "pruning expired delivery IDs failed; the next attempt retries");
+      deps.log.warn({ code: errorCode(error) }, `pruning ${what} failed; the next attempt retries`);
       return total;
     }
     if (removed === null) throw new Stop("lease_lost");
     total += removed;
     if (removed === 0) break;
   }
-  if (total > 0) deps.log.info({ pruned: total }, "expired delivery IDs pruned");
+  if (total > 0) deps.log.info({ pruned: total }, `${what} pruned`);
   return total;
 }
 

@@ -2,10 +2,12 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
 import {
-  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, releaseElectionLease, renewElectionLease, run, type Store,
+  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, readEvaluations, recordEvaluation, releaseElectionLease, renewElectionLease, run,
+  type Store,
 } from "../store/index.ts";
 import { RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
+import { latestSlotMs, sweepOffsetMs } from "./sweep.ts";
 import {
   captureLog, HEAD_A, HEAD_B, HEAD_C, installationItem, manualClock, pullItem, reconcileMetrics, repositoryItem, scriptedForge, whole,
 } from "./test-support.ts";
@@ -43,13 +45,13 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     return store;
   }
 
-  function make(store: Store, forge: ReconcileForge, options: { clock?: ReturnType<typeof manualClock>; owner?: string; onQueued?: () => void } = {}) {
+  function make(store: Store, forge: ReconcileForge, options: { clock?: ReturnType<typeof manualClock>; owner?: string; onQueued?: () => void; fullSweepMs?: number } = {}) {
     const clock = options.clock ?? manualClock();
     const captured = captureLog();
     const m = reconcileMetrics();
     const reconciler = createReconciler(
       { store, forge, log: captured.log, metrics: m.metrics, clock, organizationPolicyRepository: ".forge", ...(options.owner ? { owner: options.owner } : {}), ...(options.onQueued ? { onQueued: options.onQueued } : {}) },
-      { intervalMs: INTERVAL_MS, retentionMs: RETENTION_MS },
+      { intervalMs: INTERVAL_MS, retentionMs: RETENTION_MS, ...(options.fullSweepMs ? { fullSweepMs: options.fullSweepMs } : {}) },
     );
     reconcilers.push(reconciler);
     return { reconciler, clock, ...captured, ...m };
@@ -107,6 +109,65 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     t.clock.advance(INTERVAL_MS);
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", queued: 1 });
     expect((await jobs(store)).map((r) => [r.kind, r.shared_generation ?? r.evaluation_generation])).toEqual([["evaluation", 2], ["head_invalidation", 2]]);
+  });
+
+  /** A worker's published evaluation of each listed pull request, as the listing shows it now (what the worker records). */
+  const evaluated = (store: Store, items: Array<Record<string, unknown>>, now: number) => store.execute(function* () {
+    yield* run("delete from jobs");
+    for (const item of items) {
+      const head = item.head as { sha: string };
+      const base = item.base as { sha: string };
+      yield* recordEvaluation({ installationId: 1, repositoryId: 10, pullNumber: item.number as number, headSha: head.sha, baseSha: base.sha, updatedAtMs: Date.parse(item.updated_at as string), evaluationGeneration: 1, now });
+    }
+  });
+
+  test("a pull request whose listing shows what its last evaluation saw is not queued again; another updated_at, head or base commit queues it", async () => {
+    const store = await setup();
+    const at = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
+    let items = [1, 2, 3, 4].map((n) => pullItem(n, HEAD_A, { base: { ref: "main", sha: HEAD_B }, updated_at: at(n) }));
+    const t = make(store, scriptedForge({ pulls: () => whole(items) }));
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 4, unchanged: 0, queued: 4 });
+    await evaluated(store, items, t.clock.now());
+    t.clock.advance(INTERVAL_MS);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 4, unchanged: 4, queued: 0 });
+    expect(await jobs(store)).toEqual([]);
+
+    // A review whose delivery was lost (updated_at moved), a push (head), a base move, and one left as it was.
+    items = [
+      pullItem(1, HEAD_A, { base: { ref: "main", sha: HEAD_B }, updated_at: at(60) }),
+      pullItem(2, HEAD_C, { base: { ref: "main", sha: HEAD_B }, updated_at: at(2) }),
+      pullItem(3, HEAD_A, { base: { ref: "main", sha: HEAD_C }, updated_at: at(3) }),
+      items[3]!,
+    ];
+    t.clock.advance(INTERVAL_MS);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 4, unchanged: 1, queued: 3 });
+    expect((await jobs(store)).filter((r) => r.kind === "evaluation").map((r) => r.pull_number)).toEqual([1, 2, 3]);
+  });
+
+  test("an unchanged pull request is evaluated again when its full-sweep slot comes round, not before", async () => {
+    const store = await setup();
+    const HOUR = 3_600_000;
+    const items = [pullItem(5, HEAD_A, { base: { ref: "main", sha: HEAD_B }, updated_at: "2026-01-01T00:00:00Z" })];
+    const t = make(store, scriptedForge({ pulls: () => whole(items) }), { fullSweepMs: HOUR });
+    const slot = latestSlotMs(t.clock.now(), sweepOffsetMs(10, 5, HOUR), HOUR) + HOUR; // the next slot instant
+    await evaluated(store, items, t.clock.now());
+    t.clock.advance(slot - t.clock.now() - 1);
+    expect(await t.reconciler.runOnce()).toMatchObject({ unchanged: 1, queued: 0 });
+    t.clock.advance(1);
+    expect(await t.reconciler.runOnce()).toMatchObject({ unchanged: 0, queued: 1 });
+    await evaluated(store, items, t.clock.now());
+    t.clock.advance(HOUR - 1);
+    expect(await t.reconciler.runOnce()).toMatchObject({ unchanged: 1, queued: 0 });
+  });
+
+  test("an attempt prunes evaluation records no scan renewed for two sweep periods", async () => {
+    const store = await setup();
+    const t = make(store, scriptedForge({ pulls: () => whole([]) }), { fullSweepMs: 3_600_000 });
+    const item = pullItem(9, HEAD_A, { base: { ref: "main", sha: HEAD_B }, updated_at: "2026-01-01T00:00:00Z" });
+    await evaluated(store, [item], t.clock.now() - 2 * 3_600_000 - 1);
+    await evaluated(store, [{ ...item, number: 8 }], t.clock.now() - 2 * 3_600_000);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect((await store.execute(() => readEvaluations(10))).map((r) => r.pull_number)).toEqual([8]);
   });
 
   test("suspended installations, archived repositories and the organization policy repository are not scanned", async () => {

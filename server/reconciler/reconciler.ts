@@ -3,6 +3,7 @@ import { type ProbeClock, systemClock } from "../forge/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { type ElectionLease, releaseElectionLease, renewElectionLease } from "../store/index.ts";
 import { type AttemptDeps, type AttemptReport, runAttempt } from "./attempt.ts";
+import { DEFAULT_FULL_SWEEP_HOURS } from "./sweep.ts";
 
 /**
  * The reconciler loop (spec "Reconciliation attempt"; DESIGN 4 "elected reconciler"; STYLE 12). start() runs the first
@@ -33,6 +34,8 @@ export type ReconcilerOptions = {
   readonly intervalMs: number;
   /** Delivery IDs older than this are pruned (SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS). */
   readonly retentionMs: number;
+  /** SERVICE_RECONCILE_FULL_SWEEP_HOURS in milliseconds (default 24 hours): the rolling full sweep's period (sweep.ts). */
+  readonly fullSweepMs?: number;
   readonly leaseTtlMs?: number;
 };
 
@@ -51,6 +54,7 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
   const clock = deps.clock ?? systemClock;
   const owner = deps.owner ?? `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
   const ttlMs = options.leaseTtlMs ?? RECONCILER_LEASE_TTL_MS;
+  const fullSweepMs = options.fullSweepMs ?? DEFAULT_FULL_SWEEP_HOURS * 3_600_000;
   const lease: ElectionLease = { name: RECONCILER_LEASE_NAME, owner, ttlMs };
   let running = false;
   let crashed = false;
@@ -59,10 +63,10 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
   let controller = new AbortController();
 
   async function attempt(): Promise<AttemptReport> {
-    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs }, controller.signal);
+    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs }, controller.signal);
     if (report.result === "unelected") return report;
     deps.metrics.reconciliations.inc({ result: report.result });
-    const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, queued: report.queued, pruned: report.pruned };
+    const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, unchanged: report.unchanged, queued: report.queued, pruned: report.pruned };
     if (report.result === "success") {
       deps.metrics.reconciliationLastSuccess.set(clock.now() / 1000);
       deps.log.info(summary, "reconciliation finished");

@@ -1,9 +1,13 @@
+import { isZonedTimestamp, zonedTimestampMs } from "../forge/validate.ts";
+
 /**
  * Reconciliation input validation (spec "Reconciliation attempt"): installation IDs and pull-request numbers are positive JSON
  * integers (booleans, strings, null, zero and negatives rejected); `suspended_at` is null or a timezone-aware ISO 8601
  * timestamp; `archived` is a JSON boolean; every open pull request has an object `head` with a full lowercase hexadecimal
  * commit ID of 40 or 64 characters. A response that is not the expected list, or has a non-object item, is rejected before
  * any field is looked at. Each list is validated whole before any of its items is acted on: one bad item rejects the list.
+ * An open pull request's base commit (`base.sha`) and `updated_at` only say whether it changed since its last evaluation:
+ * when either is missing or malformed it is null, and the pull request counts as changed (evaluated again).
  *
  * A rejection is a fixed reason code (below); callers log the code, never the rejected value.
  */
@@ -30,7 +34,9 @@ export type Validated<T> = { readonly kind: "valid"; readonly items: readonly T[
 
 export type InstallationItem = { readonly id: number; readonly suspended: boolean };
 export type RepositoryItem = { readonly id: number; readonly owner: string; readonly name: string; readonly archived: boolean };
-export type OpenPullItem = { readonly number: number; readonly headSha: string };
+export type OpenPullItem = { readonly number: number; readonly headSha: string; readonly baseSha: string | null; readonly updatedAtMs: number | null };
+
+export { isZonedTimestamp };
 
 type Json = Record<string, unknown>;
 
@@ -42,24 +48,6 @@ export function isPositiveInteger(value: unknown): value is number {
 const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 export function isCommitId(value: unknown): value is string {
   return typeof value === "string" && COMMIT_ID.test(value);
-}
-
-// Extended ISO 8601 date-time with a mandatory zone designator: Z, ±hh, ±hhmm or ±hh:mm; seconds and fraction optional.
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d{1,9})?)?(?:Z|[+-](\d{2})(?::?(\d{2}))?)$/;
-
-/** A timezone-aware ISO 8601 timestamp naming a real calendar instant (a local time without zone is rejected). */
-export function isZonedTimestamp(value: unknown): boolean {
-  if (typeof value !== "string") return false;
-  const m = TIMESTAMP.exec(value);
-  if (!m) return false;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
-  const second = m[6] === undefined ? 0 : Number(m[6]);
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
-  if (hour > 23 || minute > 59 || second > 59) return false;
-  if (m[7] !== undefined && Number(m[7]) > 23) return false;
-  if (m[8] !== undefined && Number(m[8]) > 59) return false;
-  return true;
 }
 
 function isObject(value: unknown): value is Json {
@@ -111,6 +99,7 @@ export function validateOpenPullRequests(items: unknown): Validated<OpenPullItem
     if (!isPositiveInteger(item.number)) return "pull_request_number_invalid";
     if (!isObject(item.head)) return "pull_request_head_invalid";
     if (!isCommitId(item.head.sha)) return "pull_request_head_sha_invalid";
-    return { number: item.number, headSha: item.head.sha };
+    const baseSha = isObject(item.base) && isCommitId(item.base.sha) ? item.base.sha : null;
+    return { number: item.number, headSha: item.head.sha, baseSha, updatedAtMs: zonedTimestampMs(item.updated_at) };
   });
 }

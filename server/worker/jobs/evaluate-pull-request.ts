@@ -1,6 +1,7 @@
 import { plain } from "../../evaluation/index.ts";
+import type { PullRequestDetails } from "../../forge/index.ts";
 import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
-import { type JobRow, readFences, recordAudit, supersedeAndQueue } from "../../store/index.ts";
+import { type JobRow, readFences, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
@@ -9,6 +10,9 @@ import { publishCompleted } from "../publish.ts";
 /**
  * Evaluation job: capture the fences, gather the evidence completely (bounded), evaluate (pure), publish only under the
  * publication rule. Transient gaps retry; permanent fail-closed outcomes publish failure; a shared head stays in_progress.
+ * A decision that was published (or needs no check: repository not enabled) records what the evaluation saw of the pull
+ * request, so the reconciler evaluates it again only when the forge shows a change (or its full-sweep slot comes round); a
+ * shared head records nothing, so every scan looks at it again.
  */
 export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
@@ -49,6 +53,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   }
   if (decision.kind === "not_enabled") {
     await audit(ctx, row, rowHead, "not_enabled");
+    await recordSeen(ctx, repository, pullRequest, captured.evaluation);
     return { kind: "done", note: "repository not enabled" };
   }
   if (decision.sharedHeadWith.length > 0) {
@@ -79,7 +84,14 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now(), { background: row.background === 1 }));
     throw new RetryLater("publication_fenced");
   }
+  if (result === "published") await recordSeen(ctx, repository, pullRequest, captured.evaluation);
   return { kind: "done", note: result };
+}
+
+/** Records what this evaluation saw (outside the guards). Best effort: without the record the next scan evaluates it again. */
+async function recordSeen(ctx: WorkerContext, repository: RepositoryRef, pull: PullRequestDetails, generation: number): Promise<void> {
+  const seen = { ...repository, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.baseSha, updatedAtMs: pull.updatedAtMs, evaluationGeneration: generation, now: ctx.now() };
+  await ctx.store.execute(() => recordEvaluation(seen)).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "what an evaluation saw could not be recorded; the next scan evaluates it again"));
 }
 
 async function audit(ctx: WorkerContext, row: JobRow, headSha: string, outcome: string) {
