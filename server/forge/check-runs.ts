@@ -86,6 +86,11 @@ export async function completeCheck(
   return run;
 }
 
+/** A write by ID that the forge answered with 404 or 410: that check run no longer exists (nothing was written). */
+export function isCheckGone(error: unknown): boolean {
+  return error instanceof ForgeError && (error.kind === "not_found" || error.status === 410);
+}
+
 /** Resets the existing managed check on the head to in_progress, or creates one; returns it. */
 export async function ensureCheckInProgress(t: Transport, checkName: string, target: CheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
   const existing = await findManagedCheck(t, checkName, target, call);

@@ -2,7 +2,7 @@
 export { createForgeClient, MAX_INSTALLATIONS, MAX_INSTALLATION_REPOSITORIES, type ForgeClient, type ForgeClientOptions, type ListResult } from "./client.ts";
 export { createIdentityProbe, systemClock, type IdentityProbe, type IdentityProbeOptions, type ProbeClock } from "./identity-probe.ts";
 export { classifyForgeError, ForgeError, MAX_RATE_LIMIT_DELAY_MS, type ForgeErrorKind } from "./errors.ts";
-export type { CheckConclusion, CheckOutput, CheckTarget, ManagedCheck } from "./check-runs.ts";
+export { type CheckConclusion, type CheckOutput, type CheckTarget, isCheckGone, type ManagedCheck } from "./check-runs.ts";
 export type { EvidenceRequest, GatherOptions, GatherResult, LookupPlan, PlanLookups } from "./evidence.ts";
 export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from "./pull-requests.ts";
 export { createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type GovernorSettings, type Priority } from "./governor.ts";

@@ -2,13 +2,15 @@ import type { ForgeClient } from "../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
 import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
+import { rememberCheck, resetCheck } from "./check-memory.ts";
 
 /**
  * The bounded synchronous invalidation after durable acceptance (spec "Managed check run", first row; "POST /webhooks/forge"
  * rule 4): one attempt to fetch the pull request and reset the managed check on the accepted head to in_progress. A check is
  * created only when the head is still current on an open pull request and the repository policy exists (and does not opt
  * out); a historical head without a check is skipped; a pull request that moved gets durable work for its live head.
- * Errors and the deadline propagate: the caller leaves the invalidation pending and still answers 202.
+ * A check whose ID is remembered (check-memory.ts) is reset by that ID, without listing check runs; a check created here is
+ * remembered. Errors and the deadline propagate: the caller leaves the invalidation pending and still answers 202.
  */
 export const IN_PROGRESS_OUTPUT = {
   title: "Evaluating code-owner approval",
@@ -38,28 +40,30 @@ export type FastPathDeps = {
 export async function runFastPath(deps: FastPathDeps, input: FastPathInput, signal: AbortSignal): Promise<FastPathResult> {
   const { forge, store } = deps;
   const { installationId, owner, name } = input.repository;
-  const target = { installationId, owner, repo: name, headSha: input.headSha };
+  const target = { installationId, owner, repo: name, headSha: input.headSha, repositoryId: input.repository.repositoryId };
   const call = { signal };
+  const memory = { store, now: deps.now };
 
   if (input.pullNumber === null) {
     // A rerequest names only the head: reset an existing check; the invalidation job finds the pull requests on it.
-    const check = await forge.findManagedCheck(target, call);
-    if (check && check.status !== "in_progress") {
-      await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
-      deps.onReset?.({ pullNumber: null, headSha: input.headSha, created: false });
-    }
+    const { check, written } = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+    if (written) deps.onReset?.({ pullNumber: null, headSha: input.headSha, created: false });
     return { reset: check !== null, liveHeadQueued: false };
   }
 
-  // Independent reads, issued together: the whole fast path must fit in a few seconds.
-  const [pull, check] = await Promise.all([forge.getPullRequest(installationId, owner, name, input.pullNumber, call), forge.findManagedCheck(target, call)]);
+  // Independent, issued together: the whole fast path must fit in a few seconds. A reset never depends on the pull request
+  // (any check on the head is reset); both are settled before the fast path goes on or fails, so nothing is left in flight.
+  const [pulled, located] = await Promise.allSettled([
+    forge.getPullRequest(installationId, owner, name, input.pullNumber, call), resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call),
+  ]);
+  if (located.status === "fulfilled" && located.value.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
+  if (pulled.status === "rejected") throw pulled.reason;
+  if (located.status === "rejected") throw located.reason;
+  const pull = pulled.value;
+  const check = located.value.check;
   const current = pull.state === "open" && pull.headSha === input.headSha;
   let reset = false;
   if (check) {
-    if (check.status !== "in_progress") {
-      await forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, call);
-      deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
-    }
     reset = true;
   } else if (current) {
     const policy = await forge.readFile({ installationId, owner, repo: name, path: deps.policyPath, ref: pull.baseSha }, MAX_POLICY_FILE_BYTES, call);
@@ -70,12 +74,14 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
       // path and a worker) never create two managed checks on one head; re-checked under the guard.
       const release = await store.acquirePublicationGuards(installationId, input.repository.repositoryId, input.headSha, deps.guardTimeoutMs);
       try {
-        const raced = await forge.findManagedCheck(target, call);
-        if (raced === null) {
-          await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+        // Another process may have created and remembered it meanwhile; resetCheck lists only when nothing is remembered.
+        const raced = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+        if (raced.check === null) {
+          const created = await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+          await rememberCheck(memory, target, created);
           deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
-        } else if (raced.status !== "in_progress") {
-          await forge.setCheckInProgress(target, raced, IN_PROGRESS_OUTPUT, call);
+        } else {
+          await rememberCheck(memory, target, raced.check);
         }
       } finally {
         await release();

@@ -68,7 +68,9 @@ describe.each(BACKENDS)("forge request priority of worker jobs on %s", (backend)
     for (const request of [...invalidation, ...evaluation]) expect(request.priority).toBe("interactive");
 
     // A scan (or a fan-out) queued this one: its evidence is gathered as background work; the writes under the publication
-    // guard stay interactive (authority acceptance waits for that guard).
+    // guard stay interactive (authority acceptance waits for that guard). An approval changes the result, so there is a write
+    // (an unchanged result is not written again).
+    await sim.control.submitReview({ owner: scenario.org, repo: scenario.repo, number: pull.number, user: "alice", state: "APPROVED" });
     await store.execute(() => supersedeAndQueue(repo, [pull], Date.now(), { background: true }));
     const swept = await run("evaluation", evaluatePullRequest);
     const firstWrite = swept.findIndex((r) => r.method !== "GET");

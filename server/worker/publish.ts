@@ -1,7 +1,7 @@
-import type { CheckTarget, ManagedCheck } from "../forge/index.ts";
+import type { ManagedCheck } from "../forge/index.ts";
 import type { CheckOutput } from "../evaluation/index.ts";
-import { IN_PROGRESS_OUTPUT } from "../ingress/index.ts";
-import { type Fences, type JobRow, readFences, recordAudit } from "../store/index.ts";
+import { checkDigest, checkHandle, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
+import { beginCheckWrite, type Fences, type JobRow, readFences, readHeadCheck, recordAudit, settleCheckDigest } from "../store/index.ts";
 import { leaseOf, type WorkerContext } from "./context.ts";
 import { LeaseLost, RetryLater } from "./errors.ts";
 
@@ -12,6 +12,12 @@ import { LeaseLost, RetryLater } from "./errors.ts";
  * shielded reset of the check to in_progress BEFORE the guards are released, and the original error is rethrown so the
  * durable work stays retryable. Fences read without the lease throw LeaseLost instead of answering "superseded": the work was
  * not superseded, only this claim of it, and the next claim publishes.
+ *
+ * No write that changes nothing (issue 18): when the head's remembered digest (store ops/published-ops.ts) says the check
+ * already shows this status, conclusion and output, written with certainty at the head's current shared generation, nothing
+ * is sent. Otherwise the digest is first replaced by this write's pending token, the check is written by its remembered ID
+ * (listed only when none is remembered or the forge says it is gone, then remembered under the guards), and after the fence
+ * check the digest is settled, unless a reset cleared the token meanwhile. An uncertain write leaves the token: no digest.
  */
 export type Captured = { readonly shared: number; readonly evaluation: number };
 
@@ -31,7 +37,7 @@ export function publishable(f: Fences, captured: Captured, row: JobRow): boolean
 export async function publishCompleted(
   ctx: WorkerContext,
   row: JobRow,
-  target: CheckTarget & { repositoryId: number; pullNumber: number },
+  target: HeadCheckTarget & { pullNumber: number },
   captured: Captured,
   conclusion: "success" | "failure",
   output: CheckOutput,
@@ -44,17 +50,36 @@ export async function publishCompleted(
   } catch {
     throw new RetryLater("publication_guard_timeout");
   }
+  const memory = { store: ctx.store, now: ctx.now };
   let check: ManagedCheck | null = null;
   try {
     const before = await fences();
     if (!before.leaseHeld) throw new LeaseLost();
     if (!publishable(before, captured, row)) return unpublished(before, captured);
+    const digest = checkDigest(conclusion, output);
+    const known = await ctx.store.execute(() => readHeadCheck(target.repositoryId, target.headSha));
+    if (known !== null && known.digest === digest && known.digest_generation !== null && Number(known.digest_generation) === captured.shared) {
+      // The check shows exactly this already (written with certainty at this head's generation, no reset since): no write.
+      return published(ctx, target, captured, conclusion, output, Number(known.check_run_id), false);
+    }
+    // From here until it settles, the digest claims nothing: a failure anywhere below leaves no digest behind.
+    const token = `pending:${crypto.randomUUID()}`;
+    if (known !== null) await ctx.store.execute(() => beginCheckWrite(target.repositoryId, target.headSha, token, ctx.now()));
+    const complete = (found: ManagedCheck) => ctx.forge.completeCheck(target, found, conclusion, output, new Date(ctx.now()), { signal });
     try {
       signal.throwIfAborted();
-      check = await ctx.forge.findManagedCheck(target, { signal });
-      check ??= await ctx.forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, { signal });
-      signal.throwIfAborted();
-      check = await ctx.forge.completeCheck(target, check, conclusion, output, new Date(ctx.now()), { signal });
+      check = known === null ? null : checkHandle(Number(known.check_run_id), target.headSha);
+      let completed = check === null ? null : await writeUnlessGone(memory, target, check, complete);
+      if (completed === null) {
+        // Nothing remembered, or the forge says the remembered run is gone (nothing was written): look it up, or create it.
+        check = null;
+        check = await ctx.forge.findManagedCheck(target, { signal });
+        check ??= await ctx.forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, { signal });
+        await rememberCheck(memory, target, check, token);
+        signal.throwIfAborted();
+        completed = await complete(check);
+      }
+      check = completed;
     } catch (error) {
       // Uncertain write: it may have landed. Reset before the guard is released; keep the original error.
       await shieldedReset(ctx, target, check);
@@ -72,24 +97,36 @@ export async function publishCompleted(
       if (!after.leaseHeld) throw new LeaseLost();
       return unpublished(after, captured);
     }
-    ctx.metrics.evaluations.inc({ conclusion });
-    await ctx.store.execute(() =>
-      recordAudit({ kind: "conclusion", installationId: target.installationId, repositoryId: target.repositoryId, pullNumber: target.pullNumber, headSha: target.headSha, outcome: conclusion, detail: { check_run_id: check!.id, evaluation_generation: captured.evaluation }, now: ctx.now() }),
-    ).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "audit row for a published conclusion could not be written"));
-    ctx.onTransition?.({ pullNumber: target.pullNumber, headSha: target.headSha, status: "completed", conclusion, title: output.title });
-    return "published";
+    const settled = { repositoryId: target.repositoryId, headSha: target.headSha, token, digest, generation: captured.shared, now: ctx.now() };
+    // Best effort: without a settled digest the next evaluation with this result writes it again, nothing worse.
+    await ctx.store.execute(() => settleCheckDigest(settled)).catch(() => false);
+    return published(ctx, target, captured, conclusion, output, check.id, true);
   } finally {
     await release();
   }
 }
 
-/** Resets the managed check to in_progress, shielded from the job's cancellation, bounded by its own timeout. Never throws. */
-export async function shieldedReset(ctx: WorkerContext, target: CheckTarget & { pullNumber?: number | null }, known: ManagedCheck | null): Promise<boolean> {
+/** Counts, audits and reports a published conclusion (`written: false`: the check showed it already, no write was sent). */
+async function published(ctx: WorkerContext, target: HeadCheckTarget & { pullNumber: number }, captured: Captured, conclusion: "success" | "failure", output: CheckOutput, checkRunId: number, written: boolean): Promise<PublishResult> {
+  ctx.metrics.evaluations.inc({ conclusion });
+  await ctx.store.execute(() =>
+    recordAudit({ kind: "conclusion", installationId: target.installationId, repositoryId: target.repositoryId, pullNumber: target.pullNumber, headSha: target.headSha, outcome: conclusion, detail: { check_run_id: checkRunId, evaluation_generation: captured.evaluation, written }, now: ctx.now() }),
+  ).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "audit row for a published conclusion could not be written"));
+  ctx.onTransition?.({ pullNumber: target.pullNumber, headSha: target.headSha, status: "completed", conclusion, title: output.title });
+  return "published";
+}
+
+/**
+ * Resets the managed check to in_progress, shielded from the job's cancellation, bounded by its own timeout. Never throws.
+ * The check is the one just written, else the remembered one, else the one listed (a remembered run that is gone is forgotten).
+ */
+export async function shieldedReset(ctx: WorkerContext, target: HeadCheckTarget & { pullNumber?: number | null }, known: ManagedCheck | null): Promise<boolean> {
   const signal = AbortSignal.timeout(ctx.guardTimeoutMs);
+  const memory = { store: ctx.store, now: ctx.now };
+  const reset = (check: ManagedCheck) => ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal });
   try {
-    const check = known ?? (await ctx.forge.findManagedCheck(target, { signal }));
-    if (check === null) return true;
-    await ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal });
+    const { written } = await writeCheck(ctx.forge, memory, target, known ?? (await rememberedCheck(memory, target)), reset, { signal });
+    if (!written) return true;
     ctx.onTransition?.({ pullNumber: target.pullNumber ?? null, headSha: target.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
     return true;
   } catch (error) {

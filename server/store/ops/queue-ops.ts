@@ -146,8 +146,8 @@ export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { 
  * A repository-wide fan-out's queueing: as supersedeAndQueue, and every published digest of the repository is cleared, since
  * the job goes on to reset the managed checks (no completing write can settle a digest while the fan-out row is live).
  */
-export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number): Op<void> {
-  yield* supersedeAndQueue(repository, pulls, now);
+export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number, origin: { readonly background?: boolean } = {}): Op<void> {
+  yield* supersedeAndQueue(repository, pulls, now, origin);
   yield* clearRepositoryDigests(repository.repositoryId, now);
 }
 

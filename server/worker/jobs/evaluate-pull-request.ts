@@ -1,6 +1,6 @@
 import { plain } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
-import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
+import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
@@ -69,7 +69,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
       throw new RetryLater("publication_guard_timeout");
     }
     try {
-      await ctx.forge.ensureCheckInProgress(target, output, { signal });
+      await ensureRememberedCheckInProgress(ctx.forge, { store: ctx.store, now: ctx.now }, target, output, { signal });
     } finally {
       await release();
     }

@@ -1,13 +1,13 @@
-import { IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
-import { type JobRow, recordAudit, type RepositoryRef, splitInstallationFanout, supersedeAndQueue } from "../../store/index.ts";
+import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
+import { type JobRow, recordAudit, type RepositoryRef, splitInstallationFanout, supersedeAndQueue, supersedeForFanout } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
 
 /**
  * Authority fan-out (spec "POST /webhooks/forge" rule 9) and base-ref work (DESIGN 4):
  * - installation-wide rows split into one repository-wide row per accessible, non-archived repository (their own fences);
- * - repository-wide rows supersede every open pull request's evaluation generation, queue evaluations and make a bounded
- *   attempt to reset each managed check;
+ * - repository-wide rows supersede every open pull request's evaluation generation, queue evaluations, clear the
+ *   repository's published digests and make a bounded attempt to reset each managed check (by its remembered ID if any);
  * - base-specific rows do the same for the open pull requests on that base, without resetting checks.
  * All of it is background work for the forge request governor, and so are the evaluations it queues: webhook-driven work
  * goes first (server/forge/governor.ts).
@@ -35,18 +35,15 @@ export async function fanOutRepository(ctx: WorkerContext, row: JobRow, signal: 
   const repository = repositoryOf(row);
   const pulls = await openPulls(ctx, repository, undefined, signal);
   await ctx.store.execute(function* () {
-    yield* supersedeAndQueue(repository, pulls, ctx.now(), { background: true });
+    yield* supersedeForFanout(repository, pulls, ctx.now(), { background: true });
     yield* recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: pulls.length, authority_epoch: row.authority_epoch }, now: ctx.now() });
   });
   // A bounded attempt to invalidate each managed check; the queued evaluations publish the new result either way.
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
   await Promise.allSettled(pulls.map(async (pull) => {
-    const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: pull.headSha };
-    const check = await ctx.forge.findManagedCheck(target, { signal: deadline, ...BACKGROUND });
-    if (check && check.status !== "in_progress") {
-      await ctx.forge.setCheckInProgress(target, check, IN_PROGRESS_OUTPUT, { signal: deadline, ...BACKGROUND });
-      ctx.onTransition?.({ pullNumber: pull.number, headSha: pull.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
-    }
+    const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: pull.headSha, repositoryId: repository.repositoryId };
+    const { written } = await resetCheck(ctx.forge, { store: ctx.store, now: ctx.now }, target, IN_PROGRESS_OUTPUT, { signal: deadline, ...BACKGROUND });
+    if (written) ctx.onTransition?.({ pullNumber: pull.number, headSha: pull.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
   }));
   return { kind: "done", note: `${pulls.length} pull requests re-queued` };
 }

@@ -1,0 +1,198 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { pino } from "pino";
+import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { createForgeClient } from "../server/forge/index.ts";
+import { createMetrics } from "../server/observability/metrics.ts";
+import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
+import { all, migrateDatabase, openStore, type Store, supersedeAndQueue } from "../server/store/index.ts";
+import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../server/worker/worker.ts";
+
+/**
+ * The forge request economy (issue 18), counted on the simulator's request log, on both backends: a scan evaluates only what
+ * may have changed, and a check write that would change nothing is not sent. No webhook reaches the service in the rig
+ * (as in e2e/reconciler.test.ts), so every change below is found by a scan.
+ */
+const CHECK_NAME = "Service / approval";
+
+type Rig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+
+async function startRig(backend: (typeof BACKENDS)[number], reviewers: string[]): Promise<Rig> {
+  const sim = startForgeSimulator({});
+  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers });
+  const database = await createTestDatabase(backend);
+  await migrateDatabase(database.target, Date.now());
+  const store = openStore(database.target);
+  const logs: string[] = [];
+  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
+  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
+  const metrics = createMetrics();
+  const worker = createWorker(
+    {
+      store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
+      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+    },
+    { ...DEFAULT_WORKER_OPTIONS, pollMs: 20, leaseMs: 30_000, retryCapSeconds: 2 },
+  );
+  worker.start();
+  const reconciler = createReconciler({ store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() }, { intervalMs: 300_000, retentionMs: 14 * 86_400_000 });
+  return { sim, scenario, store, worker, reconciler, database, logs };
+}
+
+const drained = (rig: Rig) => waitUntil(async () => (await rig.store.execute(() => all("select id from jobs"))).length === 0, "the queue to drain", 20_000);
+const checkRuns = (rig: Rig, headSha = rig.scenario.headSha) => rig.sim.control.checkRuns({ owner: rig.scenario.org, repo: rig.scenario.repo, headSha }) as Array<{ id: number; status: string; conclusion: string | null }>;
+/** The requests the simulator answered since `from`, as "METHOD path-template status". */
+const requestsSince = (rig: Rig, from: number) => rig.sim.requests.slice(from).map((r) => `${r.method} ${r.path.replace(/[0-9a-f]{40}/g, "{sha}").replace(/check-runs\/\d+/, "check-runs/{id}")} ${r.status}`);
+/** A listing is answered 200 or, when the kept copy is still current, 304: both are one listing. */
+const listed = (request: string) => request.replace(/^GET(.*) (200|304)$/, "GET$1 listed");
+const checkRequests = (rig: Rig, from: number) => requestsSince(rig, from).filter((r) => r.includes("check-runs"));
+
+async function waitForConclusion(rig: Rig, conclusion: string, headSha = rig.scenario.headSha) {
+  await waitUntil(() => checkRuns(rig, headSha)[0]?.conclusion === conclusion, `a ${conclusion} check\n${rig.logs.slice(-8).join("")}`, 20_000);
+}
+
+describe.each(BACKENDS)("forge request economy on %s", (backend) => {
+  let rig: Rig | undefined;
+  afterEach(async () => {
+    if (!rig) return;
+    await rig.reconciler.stop();
+    await rig.worker.stop();
+    await rig.store.close();
+    await rig.sim.stop();
+    await rig.database.drop();
+    rig = undefined;
+  });
+  const pr = () => ({ owner: rig!.scenario.org, repo: rig!.scenario.repo, number: rig!.scenario.pullNumber });
+
+  test("a steady scan with nothing changed sends only its listings; a review whose delivery was lost is found by the next scan", async () => {
+    rig = await startRig(backend, ["alice"]);
+    for (const branch of ["two", "three"]) {
+      await rig.sim.control.commit({ owner: rig.scenario.org, repo: rig.scenario.repo, branch, files: { [`src/${branch}.ts`]: "1\n" }, sender: "erin" });
+      await rig.sim.control.openPullRequest({ owner: rig.scenario.org, repo: rig.scenario.repo, head: branch, author: "erin" });
+    }
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 3, queued: 3 });
+    await drained(rig);
+    await waitForConclusion(rig, "failure");
+
+    const from = rig.sim.requests.length;
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 3, unchanged: 3, queued: 0 });
+    expect(requestsSince(rig, from)).toEqual(["GET /app/installations 304", "GET /installation/repositories 304", "GET /repos/acme/web/pulls 304"]);
+
+    await rig.sim.control.submitReview({ ...pr(), user: "bob", state: "APPROVED" });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 3, unchanged: 2, queued: 1 });
+    await waitForConclusion(rig, "success");
+  }, 60_000);
+
+  test("an evaluation whose result is unchanged sends no check write; a changed result sends one PATCH and lists no check runs", async () => {
+    rig = await startRig(backend, ["alice"]);
+    await rig.reconciler.runOnce();
+    await waitForConclusion(rig, "failure");
+    await drained(rig);
+    const [published] = checkRuns(rig);
+
+    let from = rig.sim.requests.length;
+    const repository = { installationId: rig.scenario.installationId, repositoryId: rig.sim.control.mustRepo("acme", "web").id, owner: "acme", name: "web" };
+    await rig.store.execute(() => supersedeAndQueue(repository, [{ number: rig!.scenario.pullNumber, headSha: rig!.scenario.headSha }], Date.now()));
+    rig.worker.wake();
+    await drained(rig);
+    expect(requestsSince(rig, from)).toContain("GET /repos/acme/web/pulls/1/reviews 304"); // it did evaluate
+    expect(checkRequests(rig, from)).toEqual([]);
+    expect(checkRuns(rig)).toEqual([published!]);
+
+    from = rig.sim.requests.length;
+    await rig.sim.control.submitReview({ ...pr(), user: "bob", state: "APPROVED" });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ queued: 1 });
+    await waitForConclusion(rig, "success");
+    await drained(rig);
+    expect(checkRequests(rig, from)).toEqual(["PATCH /repos/acme/web/check-runs/{id} 200"]);
+    expect(checkRuns(rig).map((run) => run.id)).toEqual([published!.id]);
+  }, 60_000);
+
+  test("a check deleted on the forge is recreated: the write by its remembered ID answers 404, the check is looked up and created again", async () => {
+    rig = await startRig(backend, ["alice"]);
+    await rig.reconciler.runOnce();
+    await waitForConclusion(rig, "failure");
+    await drained(rig);
+    const [gone] = checkRuns(rig);
+    rig.sim.control.state.checkRuns.delete(gone!.id);
+
+    const from = rig.sim.requests.length;
+    await rig.sim.control.submitReview({ ...pr(), user: "bob", state: "APPROVED" });
+    await rig.reconciler.runOnce();
+    await waitForConclusion(rig, "success");
+    await drained(rig);
+    expect(checkRequests(rig, from).map(listed)).toEqual([
+      "PATCH /repos/acme/web/check-runs/{id} 404",
+      "GET /repos/acme/web/commits/{sha}/check-runs listed",
+      "POST /repos/acme/web/check-runs 201",
+      "PATCH /repos/acme/web/check-runs/{id} 200",
+    ]);
+    expect(checkRuns(rig)).toHaveLength(1);
+    expect(checkRuns(rig)[0]!.id).not.toBe(gone!.id);
+  }, 60_000);
+
+  test("a completing write that failed leaves no digest behind: the same result is written again after the reset", async () => {
+    rig = await startRig(backend, ["alice", "bob"]);
+    await rig.reconciler.runOnce();
+    await waitForConclusion(rig, "success");
+    await drained(rig);
+    // alice's approval is dismissed (delivery lost); the failure's write fails, so the check is reset to in progress...
+    const alice = rig.sim.control.mustPull("acme", "web", rig.scenario.pullNumber).reviews.find((r) => r.userLogin === "alice")!;
+    await rig.sim.control.dismissReview({ ...pr(), reviewId: alice.id });
+    rig.sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/check-runs/\\d+", method: "PATCH", times: 1 });
+    await rig.reconciler.runOnce();
+    await waitUntil(() => checkRuns(rig!)[0]?.status === "in_progress", "the shielded reset", 20_000);
+    // ...and alice approves again before the retry: the result is the success the check showed before the reset.
+    await rig.sim.control.submitReview({ ...pr(), user: "alice", state: "APPROVED" });
+    await waitForConclusion(rig, "success");
+  }, 60_000);
+});
+
+describe.each(BACKENDS)("the fast path and a deleted check on %s", (backend) => {
+  let h: ServiceHarness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  test("an authority fan-out resets the checks it re-evaluates, so an unchanged result is written again, not skipped", async () => {
+    h = await startServiceHarness(backend);
+    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pr, user, state: "APPROVED" });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    const before = h.transitions.length;
+    await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "carol", state: "active" });
+    await waitUntil(() => h!.transitions.slice(before).some((t) => t.headSha === sha && t.status === "in_progress"), "the fan-out's reset");
+    await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+  }, 60_000);
+
+  test("a remembered check is reset by its ID without a listing; one the forge deleted is created again", async () => {
+    h = await startServiceHarness(backend);
+    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+
+    let from = h.sim.requests.length;
+    await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    const writes = h.sim.requests.slice(from).filter((r) => r.path.includes("check-runs")).map((r) => `${r.method} ${r.status}`);
+    expect(writes).toEqual(["PATCH 200", "PATCH 200"]); // the fast path's reset, then the result: no listing
+    const [kept] = h.checks(sha);
+
+    h.sim.control.state.checkRuns.delete(kept!.id);
+    from = h.sim.requests.length;
+    await h.sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+    expect(h.checks(sha)).toHaveLength(1);
+    // The fast path: its reset by ID answers 404 (forgotten), the listing finds no check, and the creation under the head
+    // publication guard lists once more (as it always did) before it creates the check.
+    const fastPath = h.sim.requests.slice(from).filter((r) => r.path.includes("check-runs")).slice(0, 4).map((r) => listed(`${r.method} ${r.status}`));
+    expect(fastPath).toEqual(["PATCH 404", "GET listed", "GET listed", "POST 201"]);
+  }, 60_000);
+});
