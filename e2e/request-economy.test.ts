@@ -150,7 +150,7 @@ describe.each(BACKENDS)("forge request economy on %s", (backend) => {
   }, 60_000);
 });
 
-describe.each(BACKENDS)("the fast path and a deleted check on %s", (backend) => {
+describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) => {
   let h: ServiceHarness | undefined;
   afterEach(async () => {
     await h?.stop();
@@ -168,6 +168,53 @@ describe.each(BACKENDS)("the fast path and a deleted check on %s", (backend) => 
     await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "carol", state: "active" });
     await waitUntil(() => h!.transitions.slice(before).some((t) => t.headSha === sha && t.status === "in_progress"), "the fan-out's reset");
     await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+  }, 60_000);
+
+  /** Three more pull requests that change only README.md, which only `* @acme/core` owns; each gets its failing check. */
+  async function readmePullRequests(harness: ServiceHarness) {
+    const pulls: Array<{ number: number; headSha: string }> = [];
+    for (const branch of ["readme-1", "readme-2", "readme-3"]) {
+      await harness.sim.control.commit({ owner: "acme", repo: "web", branch, files: { "README.md": `# ${branch}\n` }, sender: "erin" });
+      pulls.push(await harness.sim.control.openPullRequest({ owner: "acme", repo: "web", head: branch, author: "erin" }));
+    }
+    for (const pull of pulls) await harness.waitForCheck(pull.headSha, { status: "completed", conclusion: "failure" });
+    return pulls;
+  }
+  const reviewsRead = (harness: ServiceHarness, from: number) => [...new Set(harness.sim.requests.slice(from).flatMap((r) => /^\/repos\/acme\/web\/pulls\/(\d+)\/reviews$/.exec(r.path)?.[1] ?? []).map(Number))].sort();
+
+  test("a team membership change re-evaluates only the pull requests whose owners name the team or the member, or that the member reviewed", async () => {
+    h = await startServiceHarness(backend);
+    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
+    // The scenario's pull request changes docs/ (owned by @acme/docs @alice) and src/; the others only README.md.
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    const readme = await readmePullRequests(h);
+    await h.sim.control.submitReview({ owner: "acme", repo: "web", number: readme[1]!.number, user: "frank", state: "COMMENTED" });
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+
+    let from = h.sim.requests.length;
+    await h.sim.control.setTeamMembership({ org: "acme", team: "docs", user: "frank", state: "active" });
+    await waitUntil(() => reviewsRead(h!, from).length >= 2, "the affected evaluations");
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    // Owners naming @acme/docs, and frank's review: two of the four open pull requests.
+    expect(reviewsRead(h, from)).toEqual([pr.number, readme[1]!.number].sort());
+
+    // An organization membership of someone no result depends on re-evaluates nothing.
+    from = h.sim.requests.length;
+    await h.sim.control.setOrgMembership({ org: "acme", user: "grace", state: "active" });
+    await Bun.sleep(300);
+    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    expect(reviewsRead(h, from)).toEqual([]);
+    expect(h.checks(sha)[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+  }, 60_000);
+
+  test("a membership change that makes a reviewer's approval count re-evaluates that pull request to success", async () => {
+    h = await startServiceHarness(backend);
+    const [readme] = await readmePullRequests(h);
+    await h.sim.control.submitReview({ owner: "acme", repo: "web", number: readme!.number, user: "frank", state: "APPROVED" });
+    await h.waitForCheck(readme!.headSha, { status: "completed", conclusion: "failure" });
+    await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "frank", state: "active" });
+    await h.waitForCheck(readme!.headSha, { status: "completed", conclusion: "success" });
   }, 60_000);
 
   test("a remembered check is reset by its ID without a listing; one the forge deleted is created again", async () => {

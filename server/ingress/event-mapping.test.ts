@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import {
   checkRunEvent, checkSuiteEvent, INSTALLATION, installationEvent, installationRepositoriesEvent, labelEvent, organizationWideEvent, POLICY_REPO,
-  pullRequestEvent, pushEvent, repositoryEvent, reviewEvent, SHA_256, SHA_A, WEB,
+  pullRequestEvent, pushEvent, repositoryEvent, repositoryJson, reviewEvent, SHA_256, SHA_A, WEB,
 } from "../../e2e/support/payloads.ts";
 import { mapEvent, metricLabels } from "./event-mapping.ts";
 
@@ -110,9 +110,46 @@ describe("base-ref and authority work", () => {
   for (const action of ["created", "edited", "deleted"]) {
     test(`label ${action} is repository-scoped fan-out`, () => expect(map("label", labelEvent(action))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef] } }));
   }
-  for (const [event, action] of [["organization", "member_added"], ["membership", "removed"], ["member", "added"], ["team", "edited"], ["team_add", "added"], ["installation_target", "renamed"]] as const) {
-    test(`${event} ${action} is installation-wide`, () => expect(map(event, organizationWideEvent(event, action))).toMatchObject({ kind: "authority", scope: { kind: "installation" } }));
+  // Payloads that do not pin down whom they are about stay installation-wide and unscoped (every open pull request).
+  for (const [event, action, payload] of [
+    ["organization", "member_added", organizationWideEvent("organization", "member_added")], // no membership object
+    ["organization", "renamed", { ...organizationWideEvent("organization", "renamed"), membership: { user: { login: "dave" } } }],
+    ["membership", "removed", { ...organizationWideEvent("membership", "removed"), scope: "organization" }],
+    ["membership", "added", { ...organizationWideEvent("membership", "added"), member: { login: "dave\nteam:acme/core" } }],
+    ["member", "added", { ...organizationWideEvent("member", "added"), repository: { id: "1001", name: "web" } }],
+    ["member", "added", { ...organizationWideEvent("member", "added"), repository: { ...repositoryJson(WEB), name: ".forge" } }],
+    ["team", "edited", organizationWideEvent("team", "edited")], // no changes named
+    ["team", "edited", { ...organizationWideEvent("team", "edited"), changes: { name: { from: "old" } } }],
+    ["team", "edited", { ...organizationWideEvent("team", "edited"), changes: { parent_team: { from: null } } }],
+    ["team", "deleted", organizationWideEvent("team", "deleted")],
+    ["team_add", "added", organizationWideEvent("team_add", "added")], // no repository
+    ["installation_target", "renamed", organizationWideEvent("installation_target", "renamed")],
+  ] as const) {
+    test(`${event} ${action} that does not pin down its subjects is installation-wide`, () =>
+      expect(map(event, payload as Record<string, unknown>)).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation" } }));
   }
+  test("a team membership change is scoped to the member and the team (lower case)", () => {
+    const payload = { ...organizationWideEvent("membership", "added"), member: { login: "Dave" }, team: { slug: "Core" } };
+    expect(map("membership", payload)).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation", subjects: "team:acme/core\nuser:dave\n" } });
+  });
+  test("an organization membership change is scoped to the member", () => {
+    const payload = { ...organizationWideEvent("organization", "member_removed"), membership: { state: "inactive", user: { login: "dave" } } };
+    expect(map("organization", payload)).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation", subjects: "user:dave\n" } });
+  });
+  test("a collaborator change is scoped to the member on that repository", () => {
+    expect(map("member", organizationWideEvent("member", "edited"))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef], subjects: "user:dave\n" } });
+  });
+  test("a team created, or its privacy or description changed, is scoped to the team", () => {
+    expect(map("team", organizationWideEvent("team", "created"))).toMatchObject({ scope: { kind: "installation", subjects: "team:acme/core\n" } });
+    const edited = { ...organizationWideEvent("team", "edited"), changes: { privacy: { from: "secret" }, description: { from: "x" } } };
+    expect(map("team", edited)).toMatchObject({ scope: { kind: "installation", subjects: "team:acme/core\n" } });
+  });
+  test("a team's repository access changed re-evaluates that whole repository (child teams inherit it)", () => {
+    const withRepository = (event: string, action: string, extra: Record<string, unknown> = {}) => ({ ...organizationWideEvent(event, action), repository: repositoryJson(WEB), ...extra });
+    for (const [event, action, extra] of [["team", "added_to_repository", {}], ["team", "removed_from_repository", {}], ["team", "edited", { changes: { repository: { permissions: { from: { push: false } } } } }], ["team_add", "added", {}]] as const) {
+      expect(map(event, withRepository(event, action, extra))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef] } });
+    }
+  });
   for (const action of ["created", "new_permissions_accepted", "unsuspend"]) {
     test(`installation ${action} is installation-wide`, () => expect(map("installation", installationEvent(action)).kind).toBe("authority"));
   }

@@ -1,4 +1,4 @@
-import type { AuthorityScope, RepositoryRef } from "../store/index.ts";
+import { type AuthorityScope, encodeSubjects, type RepositoryRef, teamSubject, userSubject } from "../store/index.ts";
 import { HEAD_SHA } from "./limits.ts";
 
 /**
@@ -166,9 +166,73 @@ function mapOrThrow(event: string, action: string | undefined, payload: Json, co
       if (action === undefined || !INSTALLATION_ACTIONS.has(action)) return { kind: "unmapped" };
       return { kind: "authority", installationId: installationId(payload), scope: { kind: "installation" } };
     }
+    case "membership":
+    case "organization":
+    case "member":
+    case "team":
+    case "team_add":
+      return { kind: "authority", installationId: installationId(payload), scope: directoryScope(event, action, payload, isPolicyRepository) };
     default:
       if (INSTALLATION_WIDE_EVENTS.has(event)) return { kind: "authority", installationId: installationId(payload), scope: { kind: "installation" } };
       return { kind: "unmapped" };
+  }
+}
+
+const TEAM_SETTINGS = new Set(["privacy", "description", "notification_setting"]);
+
+/**
+ * How far a directory event (membership, organization, member, team, team_add) reaches (issue 18 item 3). Only a result
+ * that depends on a user or team the event names can change: a user's memberships and permissions decide only whether that
+ * user's own reviews count or block (every result they reviewed, or whose owners name them), a team's settings decide
+ * only for owner sets naming that team. A team's repository access is inherited by its child teams, which the payload does
+ * not list, so that change re-evaluates the whole repository; anything the payload does not pin down (a team renamed,
+ * moved, deleted with its children, a malformed payload, the organization policy repository) stays installation-wide.
+ */
+function directoryScope(event: string, action: string | undefined, payload: Json, isPolicyRepository: (name: string) => boolean): AuthorityScope {
+  const wide: AuthorityScope = { kind: "installation" };
+  const organization = isObject(payload.organization) ? payload.organization.login : undefined;
+  const scoped = (...subjects: (string | null)[]): AuthorityScope => {
+    const encoded = subjects.includes(null) ? null : encodeSubjects(subjects);
+    return encoded === null ? wide : { kind: "installation", subjects: encoded };
+  };
+  // A malformed repository widens the fan-out, as before; it never rejects an event that was installation-wide.
+  const wholeRepository = (): AuthorityScope => {
+    let repo: RepositoryRef & { defaultBranch: string | null };
+    try {
+      repo = repository(payload, installationId(payload));
+    } catch (error) {
+      if (error instanceof Invalid) return wide;
+      throw error;
+    }
+    return isPolicyRepository(repo.name) ? wide : { kind: "repositories", repositories: [strip(repo)] };
+  };
+  const team = isObject(payload.team) ? teamSubject(organization, payload.team.slug) : null;
+  switch (event) {
+    case "membership":
+      // A team membership: the member's reviews (the brief's owner sets naming the team or the member count too).
+      if (payload.scope !== "team" || !isObject(payload.member)) return wide;
+      return scoped(userSubject(payload.member.login), team);
+    case "organization": {
+      if (action !== "member_added" && action !== "member_removed" && action !== "member_invited") return wide;
+      const membership = payload.membership;
+      return isObject(membership) && isObject(membership.user) ? scoped(userSubject(membership.user.login)) : wide;
+    }
+    case "member": {
+      // A collaborator's permission on one repository.
+      if (!isObject(payload.member)) return wide;
+      const user = userSubject(payload.member.login);
+      const repo = wholeRepository();
+      return user === null || repo.kind !== "repositories" ? wide : { ...repo, subjects: encodeSubjects([user])! };
+    }
+    case "team": {
+      const changes = isObject(payload.changes) ? Object.keys(payload.changes) : [];
+      if (action === "created" || (action === "edited" && changes.length > 0 && changes.every((key) => TEAM_SETTINGS.has(key)))) return scoped(team);
+      if (action === "added_to_repository" || action === "removed_from_repository" || (action === "edited" && changes.length === 1 && changes[0] === "repository")) return wholeRepository();
+      return wide;
+    }
+    default:
+      // team_add: a team got access to a repository (inherited by its child teams).
+      return wholeRepository();
   }
 }
 

@@ -117,7 +117,7 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     for (const item of items) {
       const head = item.head as { sha: string };
       const base = item.base as { sha: string };
-      yield* recordEvaluation({ installationId: 1, repositoryId: 10, pullNumber: item.number as number, headSha: head.sha, baseSha: base.sha, updatedAtMs: Date.parse(item.updated_at as string), evaluationGeneration: 1, now });
+      yield* recordEvaluation({ installationId: 1, repositoryId: 10, pullNumber: item.number as number, headSha: head.sha, baseSha: base.sha, updatedAtMs: Date.parse(item.updated_at as string), evaluationGeneration: 1, authoritySubjects: null, now });
     }
   });
 

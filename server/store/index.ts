@@ -10,3 +10,4 @@ export type { RepositoryRef } from "./ops/work-rows.ts";
 export * from "./ops/queue-ops.ts";
 export * from "./ops/reconcile-ops.ts";
 export * from "./ops/published-ops.ts";
+export * from "./authority-subjects.ts";

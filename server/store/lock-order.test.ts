@@ -54,7 +54,7 @@ function round(store: Store, n: number): Promise<unknown>[] {
     store.execute(() => beginCheckWrite(repo.repositoryId, pull.headSha, `pending:${n}`, now)),
     store.execute(() => settleCheckDigest({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:${n}`, digest: "D", generation: 1, now })),
     store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),
-    store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, now })),
+    store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, authoritySubjects: `user:u${n}\n`, now })),
     store.execute(function* () {
       yield* acquireElectionLease(lease, now);
       return yield* prunePublishedBatch(lease, { evaluationCutoffMs: now - 3, checkCutoffMs: now - 3 }, now);

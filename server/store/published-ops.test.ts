@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
+  acceptAuthorityEvent, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
   readEvaluations, readHeadCheck, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -25,7 +25,7 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     store = openStore(database.target);
   }
   const seen = (pullNumber: number, generation: number, now: number, headSha = HEAD) =>
-    store.execute(() => recordEvaluation({ installationId: 4, repositoryId: 40, pullNumber, headSha, baseSha: BASE, updatedAtMs: now - 1, evaluationGeneration: generation, now }));
+    store.execute(() => recordEvaluation({ installationId: 4, repositoryId: 40, pullNumber, headSha, baseSha: BASE, updatedAtMs: now - 1, evaluationGeneration: generation, authoritySubjects: null, now }));
   const remember = (checkRunId: number, digest: string | null = null, headSha = HEAD, repositoryId = 40) =>
     store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId, headSha, checkRunId, digest, now: 5 }));
   const check = (headSha = HEAD, repositoryId = 40) => store.execute(() => readHeadCheck(repositoryId, headSha));
@@ -37,8 +37,8 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     await seen(1, 1, 200, OTHER_HEAD);
     await seen(2, 1, 300);
     expect(await store.execute(() => readEvaluations(40))).toEqual(expect.arrayContaining([
-      { pull_number: 1, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 99, evaluated_at_ms: 100 },
-      { pull_number: 2, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 299, evaluated_at_ms: 300 },
+      { pull_number: 1, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 99, evaluated_at_ms: 100, authority_subjects: null },
+      { pull_number: 2, head_sha: HEAD, base_sha: BASE, pull_updated_at_ms: 299, evaluated_at_ms: 300, authority_subjects: null },
     ]));
     await seen(1, 3, 400, OTHER_HEAD);
     expect((await store.execute(() => readEvaluations(40))).find((r) => r.pull_number === 1)).toMatchObject({ head_sha: OTHER_HEAD, evaluated_at_ms: 400 });
@@ -113,5 +113,47 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     expect(await check()).toBeNull();
     expect((await check(OTHER_HEAD))?.check_run_id).toBe(8);
     expect(await store.execute(() => prunePublishedBatch(lease, { evaluationCutoffMs: 1_000, checkCutoffMs: 1_000 }, 6_002))).toBe(0);
+  });
+
+  describe("authority fan-out rows scoped to subjects", () => {
+    const accept = (deliveryId: string, subjects: string | null, kind: "installation" | "repositories" = "repositories") =>
+      store.execute(() => acceptAuthorityEvent({
+        deliveryId, event: "membership", action: "added", installationId: 4, now: 10,
+        scope: kind === "installation" ? { kind, ...(subjects === null ? {} : { subjects }) } : { kind, repositories: [repo], ...(subjects === null ? {} : { subjects }) },
+      }), { exclusiveGuard: { installationId: 4, timeoutMs: 2_000 } });
+    const fanouts = () => store.execute(() => all<{ kind: string; authority_subjects: string | null }>("select kind, authority_subjects from jobs where kind like '%fanout' order by kind"));
+
+    test("events merged into one live row unite their subjects; a wide event makes it wide and it stays wide", async () => {
+      await open();
+      await accept("a1", encodeSubjects(["user:dave"]));
+      await accept("a2", encodeSubjects(["team:acme/core", "user:dave"]));
+      expect(await fanouts()).toEqual([{ kind: "repository_fanout", authority_subjects: "user:dave\nteam:acme/core\nuser:dave\n" }]);
+      await accept("a3", null);
+      await accept("a4", encodeSubjects(["user:erin"]));
+      expect(await fanouts()).toEqual([{ kind: "repository_fanout", authority_subjects: null }]);
+    });
+
+    test("a union past the text bound is wide; a scoped row leaves base-ref work alone, a wide one replaces it", async () => {
+      await open();
+      const half = encodeSubjects(Array.from({ length: 1_500 }, (_, i) => `user:someone-with-a-long-login-${i}`))!;
+      expect(half.length * 2).toBeGreaterThan(SUBJECTS_TEXT_LIMIT);
+      await store.execute(() => acceptBaseRefPush({ ...repo, deliveryId: "p1", action: null, baseRef: "main", now: 5 }));
+      await accept("a1", half);
+      expect(await store.execute(() => all("select id from jobs where kind = 'base_ref'"))).toHaveLength(1);
+      await accept("a2", half);
+      expect((await fanouts())[0]!.authority_subjects).toBeNull();
+      await accept("a3", null);
+      expect(await store.execute(() => all("select id from jobs where kind = 'base_ref'"))).toEqual([]);
+    });
+
+    test("an installation-wide scoped event splits into repository rows with its subjects", async () => {
+      await open();
+      await accept("a1", encodeSubjects(["user:dave"]), "installation");
+      const row = (await store.execute(() => claimNext("w", 20, 1_000)))!;
+      expect(row).toMatchObject({ kind: "installation_fanout", authority_subjects: "user:dave\n" });
+      await store.execute(() => splitInstallationFanout(4, [repo, { ...repo, repositoryId: 41, name: "api" }], 21, row.authority_subjects));
+      expect(await store.execute(() => all("select repository_id, authority_subjects from jobs where kind = 'repository_fanout' order by repository_id")))
+        .toEqual([{ repository_id: 40, authority_subjects: "user:dave\n" }, { repository_id: 41, authority_subjects: "user:dave\n" }]);
+    });
   });
 });

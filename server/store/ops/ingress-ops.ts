@@ -131,9 +131,13 @@ export function* markHeadInvalidated(input: { readonly repositoryId: number; rea
   return head !== null && head.invalidated_generation >= head.shared_generation;
 }
 
+/**
+ * Where an authority event's fan-out goes; `subjects` (encoded, authority-subjects.ts) scopes it to the pull requests whose
+ * last evaluation depends on one of them (or is unknown). Absent: every open pull request there.
+ */
 export type AuthorityScope =
-  | { readonly kind: "installation" }
-  | { readonly kind: "repositories"; readonly repositories: readonly RepositoryRef[] };
+  | { readonly kind: "installation"; readonly subjects?: string }
+  | { readonly kind: "repositories"; readonly repositories: readonly RepositoryRef[]; readonly subjects?: string };
 
 export type AuthorityEvent = {
   readonly deliveryId: string;
@@ -153,8 +157,9 @@ export function* acceptAuthorityEvent(input: AuthorityEvent): Op<boolean> {
   const fresh = yield* retainDelivery({ deliveryId: input.deliveryId, event: input.event, action: input.action, installationId: input.installationId, repositoryId: single?.repositoryId ?? null, pullNumber: null, headSha: null, now: input.now });
   if (!fresh) return false;
   const epoch = yield* advanceAuthorityEpoch(input.installationId, input.now);
-  if (input.scope.kind === "installation") yield* queueInstallationFanout(input.installationId, epoch, input.now);
-  else for (const repository of input.scope.repositories) yield* queueRepositoryFanout(repository, epoch, input.now);
+  const subjects = input.scope.subjects ?? null;
+  if (input.scope.kind === "installation") yield* queueInstallationFanout(input.installationId, epoch, input.now, subjects);
+  else for (const repository of input.scope.repositories) yield* queueRepositoryFanout(repository, epoch, input.now, subjects);
   return true;
 }
 

@@ -24,6 +24,8 @@ export type SeenEvaluation = {
   readonly base_sha: string;
   readonly pull_updated_at_ms: number | null;
   readonly evaluated_at_ms: number;
+  /** Whom its result depends on (server/store/authority-subjects.ts); null: unknown. */
+  readonly authority_subjects: string | null;
 };
 
 /**
@@ -38,23 +40,25 @@ export function* recordEvaluation(input: {
   readonly baseSha: string;
   readonly updatedAtMs: number | null;
   readonly evaluationGeneration: number;
+  /** Encoded (authority-subjects.ts); null: unknown, so every authority event affects it. */
+  readonly authoritySubjects: string | null;
   readonly now: number;
 }): Op<void> {
   yield* run(
-    `insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, pull_updated_at_ms, evaluation_generation, evaluated_at_ms)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)
+    `insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, pull_updated_at_ms, evaluation_generation, evaluated_at_ms, authority_subjects)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      on conflict (repository_id, pull_number) do update set installation_id = excluded.installation_id, head_sha = excluded.head_sha,
        base_sha = excluded.base_sha, pull_updated_at_ms = excluded.pull_updated_at_ms, evaluation_generation = excluded.evaluation_generation,
-       evaluated_at_ms = excluded.evaluated_at_ms
+       evaluated_at_ms = excluded.evaluated_at_ms, authority_subjects = excluded.authority_subjects
      where pull_evaluations.evaluation_generation <= excluded.evaluation_generation`,
-    input.installationId, input.repositoryId, input.pullNumber, input.headSha, input.baseSha, input.updatedAtMs, input.evaluationGeneration, input.now,
+    input.installationId, input.repositoryId, input.pullNumber, input.headSha, input.baseSha, input.updatedAtMs, input.evaluationGeneration, input.now, input.authoritySubjects,
   );
 }
 
 /** Every recorded evaluation of a repository's pull requests (a read: no row lock). */
 export function* readEvaluations(repositoryId: number): Op<SeenEvaluation[]> {
   return yield* all<SeenEvaluation>(
-    "select pull_number, head_sha, base_sha, pull_updated_at_ms, evaluated_at_ms from pull_evaluations where repository_id = $1",
+    "select pull_number, head_sha, base_sha, pull_updated_at_ms, evaluated_at_ms, authority_subjects from pull_evaluations where repository_id = $1",
     repositoryId,
   );
 }
@@ -114,6 +118,11 @@ export function* clearCheckDigest(repositoryId: number, headSha: string, now: nu
 /** A repository-wide fan-out is about to reset every managed check of the repository: no digest of it holds any more. */
 export function* clearRepositoryDigests(repositoryId: number, now: number): Op<void> {
   yield* run("update head_checks set digest = null, digest_generation = null, updated_at_ms = $2 where repository_id = $1 and digest is not null", repositoryId, now);
+}
+
+/** A scoped fan-out is about to reset the checks of these heads only (sorted: the table's order is by head). */
+export function* clearHeadDigests(repositoryId: number, heads: readonly string[], now: number): Op<void> {
+  for (const head of [...new Set(heads)].sort()) yield* clearCheckDigest(repositoryId, head, now);
 }
 
 /** Rows removed per pruning transaction (as DELIVERY_PRUNE_BATCH: one statement well inside the ordinary bound). */

@@ -1,5 +1,5 @@
 import { all, batch, one, type Op, run } from "../op.ts";
-import { clearCheckDigest, clearRepositoryDigests } from "./published-ops.ts";
+import { clearCheckDigest, clearHeadDigests, clearRepositoryDigests } from "./published-ops.ts";
 import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
 /**
@@ -38,9 +38,11 @@ export type JobRow = {
   lease_expires_at_ms: number | null;
   /** 1: only background work (a reconciler scan, a fan-out) asked for this row; its forge requests yield to webhook-driven ones. */
   background: number;
+  /** An authority fan-out scoped to the subjects its events name (authority-subjects.ts); null: every open pull request. */
+  authority_subjects: string | null;
 };
 
-const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms, background";
+const COLUMNS = "id, kind, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, base_ref, shared_generation, evaluation_generation, authority_epoch, attempts, merges, run_at_ms, lease_owner, lease_expires_at_ms, background, authority_subjects";
 
 const CLAIM_SEPARATOR = "/";
 /**
@@ -143,12 +145,14 @@ export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { 
 }
 
 /**
- * A repository-wide fan-out's queueing: as supersedeAndQueue, and every published digest of the repository is cleared, since
- * the job goes on to reset the managed checks (no completing write can settle a digest while the fan-out row is live).
+ * A repository fan-out's queueing: as supersedeAndQueue, and the published digests of the checks the job goes on to reset
+ * are cleared (no completing write can settle a digest while the fan-out row is live): every digest of the repository for
+ * a wide fan-out, those of the affected pull requests' heads for one scoped to an event's subjects.
  */
-export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number, origin: { readonly background?: boolean } = {}): Op<void> {
+export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number, origin: { readonly background?: boolean; readonly scoped?: boolean } = {}): Op<void> {
   yield* supersedeAndQueue(repository, pulls, now, origin);
-  yield* clearRepositoryDigests(repository.repositoryId, now);
+  if (origin.scoped === true) yield* clearHeadDigests(repository.repositoryId, pulls.map((pull) => pull.headSha), now);
+  else yield* clearRepositoryDigests(repository.repositoryId, now);
 }
 
 /**
@@ -164,9 +168,9 @@ export function* finishHeadInvalidation(repository: RepositoryRef, headSha: stri
 }
 
 /** Installation-wide work split into one repository-wide row per repository (their own fences), in one transaction. */
-export function* splitInstallationFanout(installationId: number, repositories: readonly RepositoryRef[], now: number): Op<void> {
+export function* splitInstallationFanout(installationId: number, repositories: readonly RepositoryRef[], now: number, subjects: string | null = null): Op<void> {
   const epoch = yield* currentAuthorityEpoch(installationId, now);
-  for (const repository of repositories) yield* queueRepositoryFanout(repository, epoch, now);
+  for (const repository of repositories) yield* queueRepositoryFanout(repository, epoch, now, subjects);
 }
 
 export type AuditEvent = {

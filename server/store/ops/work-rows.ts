@@ -1,3 +1,4 @@
+import { SUBJECTS_TEXT_LIMIT } from "../authority-subjects.ts";
 import { one, type Op, type Query, query, run } from "../op.ts";
 
 /**
@@ -160,25 +161,35 @@ export function settleHeadInvalidation(input: Invalidated): Query {
   return query("run", `${SETTLE_INVALIDATION_SQL} and exists (select 1 from head_generations where repository_id = $1 and head_sha = $2 and $3 <= shared_generation and invalidated_generation >= shared_generation)`, input.repositoryId, input.headSha, input.generation);
 }
 
-export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: number, now: number): Op<void> {
+/**
+ * How an authority fan-out row's subjects merge: the union (stored lists are newline-ended, so they concatenate), unless
+ * either side is wide (null) or the union would pass SUBJECTS_TEXT_LIMIT: then the row is wide, which covers both.
+ */
+const MERGE_SUBJECTS = `authority_subjects = case when jobs.authority_subjects is null or excluded.authority_subjects is null
+    or length(jobs.authority_subjects) + length(excluded.authority_subjects) > ${SUBJECTS_TEXT_LIMIT} then null
+    else jobs.authority_subjects || excluded.authority_subjects end`;
+
+/** `subjects`: the encoded subjects the event is about (the fan-out re-evaluates only what they can affect); null: wide. */
+export function* queueRepositoryFanout(repo: RepositoryRef, authorityEpoch: number, now: number, subjects: string | null = null): Op<void> {
   yield* run(
-    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
-     values ('repository_fanout', 2, $1, $2, $3, $4, $5, $6, $6, $6)
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, authority_epoch, run_at_ms, created_at_ms, updated_at_ms, authority_subjects)
+     values ('repository_fanout', 2, $1, $2, $3, $4, $5, $6, $6, $6, $7)
      on conflict (repository_id) where kind = 'repository_fanout' and state <> 'dead'
-     do update set authority_epoch = excluded.authority_epoch, repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, authorityEpoch, now,
+     do update set authority_epoch = excluded.authority_epoch, repository_owner = excluded.repository_owner, repository_name = excluded.repository_name,
+       ${MERGE_SUBJECTS}, ${MERGE_INTO_LIVE_ROW}`,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, authorityEpoch, now, subjects,
   );
-  // Repository-wide work covers every base of the repository: older pending base-specific rows go.
-  yield* run("delete from jobs where kind = 'base_ref' and state = 'pending' and repository_id = $1", repo.repositoryId);
+  // Repository-wide work covers every base of the repository: older pending base-specific rows go (not for scoped work).
+  if (subjects === null) yield* run("delete from jobs where kind = 'base_ref' and state = 'pending' and repository_id = $1", repo.repositoryId);
 }
 
-export function* queueInstallationFanout(installationId: number, authorityEpoch: number, now: number): Op<void> {
+export function* queueInstallationFanout(installationId: number, authorityEpoch: number, now: number, subjects: string | null = null): Op<void> {
   yield* run(
-    `insert into jobs (kind, priority, installation_id, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
-     values ('installation_fanout', 1, $1, $2, $3, $3, $3)
+    `insert into jobs (kind, priority, installation_id, authority_epoch, run_at_ms, created_at_ms, updated_at_ms, authority_subjects)
+     values ('installation_fanout', 1, $1, $2, $3, $3, $3, $4)
      on conflict (installation_id) where kind = 'installation_fanout' and state <> 'dead'
-     do update set authority_epoch = excluded.authority_epoch, ${MERGE_INTO_LIVE_ROW}`,
-    installationId, authorityEpoch, now,
+     do update set authority_epoch = excluded.authority_epoch, ${MERGE_SUBJECTS}, ${MERGE_INTO_LIVE_ROW}`,
+    installationId, authorityEpoch, now, subjects,
   );
 }
 

@@ -6,13 +6,15 @@ import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext 
 import { RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
 import { publishCompleted } from "../publish.ts";
+import { resultSubjects } from "../result-subjects.ts";
 
 /**
  * Evaluation job: capture the fences, gather the evidence completely (bounded), evaluate (pure), publish only under the
  * publication rule. Transient gaps retry; permanent fail-closed outcomes publish failure; a shared head stays in_progress.
  * A decision that was published (or needs no check: repository not enabled) records what the evaluation saw of the pull
- * request, so the reconciler evaluates it again only when the forge shows a change (or its full-sweep slot comes round); a
- * shared head records nothing, so every scan looks at it again.
+ * request and whom the result depends on, so the reconciler evaluates it again only when the forge shows a change (or its
+ * full-sweep slot comes round) and an authority event only when it names one of them; a shared head records nothing, so
+ * every scan and every authority event looks at it again.
  */
 export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
@@ -53,7 +55,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   }
   if (decision.kind === "not_enabled") {
     await audit(ctx, row, rowHead, "not_enabled");
-    await recordSeen(ctx, repository, pullRequest, captured.evaluation);
+    await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
     return { kind: "done", note: "repository not enabled" };
   }
   if (decision.sharedHeadWith.length > 0) {
@@ -84,13 +86,13 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now(), { background: row.background === 1 }));
     throw new RetryLater("publication_fenced");
   }
-  if (result === "published") await recordSeen(ctx, repository, pullRequest, captured.evaluation);
+  if (result === "published") await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
   return { kind: "done", note: result };
 }
 
 /** Records what this evaluation saw (outside the guards). Best effort: without the record the next scan evaluates it again. */
-async function recordSeen(ctx: WorkerContext, repository: RepositoryRef, pull: PullRequestDetails, generation: number): Promise<void> {
-  const seen = { ...repository, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.baseSha, updatedAtMs: pull.updatedAtMs, evaluationGeneration: generation, now: ctx.now() };
+async function recordSeen(ctx: WorkerContext, repository: RepositoryRef, pull: PullRequestDetails, generation: number, authoritySubjects: string | null): Promise<void> {
+  const seen = { ...repository, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.baseSha, updatedAtMs: pull.updatedAtMs, evaluationGeneration: generation, authoritySubjects, now: ctx.now() };
   await ctx.store.execute(() => recordEvaluation(seen)).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "what an evaluation saw could not be recorded; the next scan evaluates it again"));
 }
 
