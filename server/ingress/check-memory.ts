@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type CallOptions, type CheckOutput, type CheckTarget, type ForgeClient, isCheckGone, type ManagedCheck } from "../forge/index.ts";
-import { clearCheckDigest, forgetHeadCheck, readHeadCheck, rememberHeadCheck, type Store } from "../store/index.ts";
+import { clearCheckDigest, forgetHeadCheck, lone, readHeadCheck, rememberHeadCheck, type Store } from "../store/index.ts";
 
 /**
  * The managed check's memory per head (issue 18; store ops/published-ops.ts): its check-run ID, remembered when it is found or
@@ -97,7 +97,7 @@ export async function resetCheck(forge: CheckForge, memory: CheckMemory, head: H
  * write on, the check shows something else.
  */
 export async function ensureRememberedCheckInProgress(forge: GuardedCheckForge, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
-  await memory.store.execute(() => clearCheckDigest(head.repositoryId, head.headSha, memory.now()));
+  await memory.store.execute(() => lone(clearCheckDigest(head.repositoryId, head.headSha, memory.now())));
   const remembered = await rememberedCheck(memory, head);
   const { check } = await writeCheck(forge, memory, head, remembered, (found) => forge.setCheckInProgress(head, found, output, call), call);
   if (check !== null && remembered !== null && check.id === remembered.id) return check;

@@ -4,7 +4,7 @@ export { PostgresStore } from "./postgres.ts";
 export { assertCompatible, compatibilityProblem } from "./schema-check.ts";
 export { SqliteStore } from "./sqlite.ts";
 export { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
-export { all, batch, one, type Op, type OpOptions, query, run } from "./op.ts";
+export { all, batch, lone, one, type Op, type OpOptions, query, run } from "./op.ts";
 export * from "./ops/ingress-ops.ts";
 export type { RepositoryRef } from "./ops/work-rows.ts";
 export * from "./ops/queue-ops.ts";

@@ -42,6 +42,25 @@ export function* run(sql: Sql, ...params: unknown[]): Generator<Step, number, un
 export function* batch(queries: readonly Query[], options: { readonly last?: boolean } = {}): Generator<Step, unknown[], unknown> {
   return (yield { batch: queries, last: options.last === true }) as unknown[];
 }
+/**
+ * An operation of one statement, sent alone: PostgreSQL runs it without BEGIN and COMMIT on the statement pool, which
+ * pipelines and reserves nothing (PostgresStore.execute). Whoever holds the publication guards (a session lock on a reserved
+ * connection of the transaction pool) runs only such operations: needing a second reservation from the pool whose
+ * connections other guard holders and waiters hold would stall every one of them until the pool's acquisition bound.
+ * Fails if `op` sends a batch or a second statement.
+ */
+export function* lone<T>(op: Op<T>): Op<T> {
+  let step = op.next();
+  while (!step.done && isDialectQuestion(step.value)) step = op.next(yield step.value);
+  if (step.done) return step.value;
+  const first = step.value;
+  if (isBatch(first) || isDialectQuestion(first)) throw new Error("lone(): the operation is not one plain statement");
+  const [result] = yield* batch([first], { last: true });
+  const after = op.next(result);
+  if (!after.done) throw new Error("lone(): the operation sent a second statement");
+  return after.value;
+}
+
 export function* dialect(): Generator<Step, Dialect, unknown> {
   return (yield { dialect: true }) as Dialect;
 }

@@ -1,7 +1,7 @@
 import type { ManagedCheck } from "../forge/index.ts";
 import type { CheckOutput } from "../evaluation/index.ts";
 import { checkDigest, checkHandle, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
-import { beginCheckWrite, type Fences, type JobRow, readFences, readHeadCheck, recordAudit, settleCheckDigest } from "../store/index.ts";
+import { beginCheckWrite, type Fences, type JobRow, lone, readFences, readHeadCheck, recordAudit, settleCheckDigest } from "../store/index.ts";
 import { leaseOf, type WorkerContext } from "./context.ts";
 import { LeaseLost, RetryLater } from "./errors.ts";
 
@@ -109,8 +109,9 @@ export async function publishCompleted(
 /** Counts, audits and reports a published conclusion (`written: false`: the check showed it already, no write was sent). */
 async function published(ctx: WorkerContext, target: HeadCheckTarget & { pullNumber: number }, captured: Captured, conclusion: "success" | "failure", output: CheckOutput, checkRunId: number, written: boolean): Promise<PublishResult> {
   ctx.metrics.evaluations.inc({ conclusion });
+  // Under the guards: one statement alone (op.ts `lone`).
   await ctx.store.execute(() =>
-    recordAudit({ kind: "conclusion", installationId: target.installationId, repositoryId: target.repositoryId, pullNumber: target.pullNumber, headSha: target.headSha, outcome: conclusion, detail: { check_run_id: checkRunId, evaluation_generation: captured.evaluation, written }, now: ctx.now() }),
+    lone(recordAudit({ kind: "conclusion", installationId: target.installationId, repositoryId: target.repositoryId, pullNumber: target.pullNumber, headSha: target.headSha, outcome: conclusion, detail: { check_run_id: checkRunId, evaluation_generation: captured.evaluation, written }, now: ctx.now() })),
   ).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "audit row for a published conclusion could not be written"));
   ctx.onTransition?.({ pullNumber: target.pullNumber, headSha: target.headSha, status: "completed", conclusion, title: output.title });
   return "published";

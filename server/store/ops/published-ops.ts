@@ -1,4 +1,4 @@
-import { all, one, type Op, run } from "../op.ts";
+import { all, lone, one, type Op, run } from "../op.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 
 /**
@@ -15,8 +15,10 @@ import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
  *     cannot settle, and a settled digest is gone after the reset;
  *   - the digest also names the head's shared generation S it was written at; a fast-path reset always follows an advance of
  *     S, so a digest of an older S is never trusted either.
- * Both tables come after `jobs` in the store's lock order (store.ts, 6 and 7): most writes are one statement alone; the
- * head invalidation and the repository-wide fan-out clear digests after their work rows, in the same transaction.
+ * Both tables come after `jobs` in the store's lock order (store.ts, 6 and 7). The operations on one head's check are one
+ * statement sent alone (op.ts `lone`), because the worker and the fast path run them while they hold the publication
+ * guards; the head invalidation and the repository-wide fan-out clear digests after their work rows, in the same transaction
+ * (clearCheckDigest composes; alone, it is sent through `lone`).
  */
 export type SeenEvaluation = {
   readonly pull_number: number;
@@ -66,7 +68,7 @@ export function* readEvaluations(repositoryId: number): Op<SeenEvaluation[]> {
 export type HeadCheck = { readonly check_run_id: number; readonly digest: string | null; readonly digest_generation: number | null };
 
 export function* readHeadCheck(repositoryId: number, headSha: string): Op<HeadCheck | null> {
-  return yield* one<HeadCheck>("select check_run_id, digest, digest_generation from head_checks where repository_id = $1 and head_sha = $2", repositoryId, headSha);
+  return yield* lone(one<HeadCheck>("select check_run_id, digest, digest_generation from head_checks where repository_id = $1 and head_sha = $2", repositoryId, headSha));
 }
 
 /**
@@ -81,32 +83,32 @@ export function* rememberHeadCheck(input: {
   readonly digest?: string | null;
   readonly now: number;
 }): Op<void> {
-  yield* run(
+  yield* lone(run(
     `insert into head_checks (installation_id, repository_id, head_sha, check_run_id, digest, digest_generation, updated_at_ms)
      values ($1, $2, $3, $4, $5, null, $6)
      on conflict (repository_id, head_sha) do update set check_run_id = excluded.check_run_id, updated_at_ms = excluded.updated_at_ms,
        digest = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then excluded.digest else head_checks.digest end,
        digest_generation = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then null else head_checks.digest_generation end`,
     input.installationId, input.repositoryId, input.headSha, input.checkRunId, input.digest ?? null, input.now,
-  );
+  ));
 }
 
 /** The forge says the remembered run is gone (404/410): forget it, unless another ID was remembered meanwhile. */
 export function* forgetHeadCheck(repositoryId: number, headSha: string, checkRunId: number): Op<void> {
-  yield* run("delete from head_checks where repository_id = $1 and head_sha = $2 and check_run_id = $3", repositoryId, headSha, checkRunId);
+  yield* lone(run("delete from head_checks where repository_id = $1 and head_sha = $2 and check_run_id = $3", repositoryId, headSha, checkRunId));
 }
 
 /** Before a completing write: the digest becomes this write's pending token (nothing is claimed until it settles). */
 export function* beginCheckWrite(repositoryId: number, headSha: string, token: string, now: number): Op<void> {
-  yield* run("update head_checks set digest = $3, digest_generation = null, updated_at_ms = $4 where repository_id = $1 and head_sha = $2", repositoryId, headSha, token, now);
+  yield* lone(run("update head_checks set digest = $3, digest_generation = null, updated_at_ms = $4 where repository_id = $1 and head_sha = $2", repositoryId, headSha, token, now));
 }
 
 /** After a completing write that is certain and still publishable: its digest, if no reset cleared the token meanwhile. */
 export function* settleCheckDigest(input: { readonly repositoryId: number; readonly headSha: string; readonly token: string; readonly digest: string; readonly generation: number; readonly now: number }): Op<boolean> {
-  const changed = yield* run(
+  const changed = yield* lone(run(
     "update head_checks set digest = $4, digest_generation = $5, updated_at_ms = $6 where repository_id = $1 and head_sha = $2 and digest = $3",
     input.repositoryId, input.headSha, input.token, input.digest, input.generation, input.now,
-  );
+  ));
   return changed > 0;
 }
 

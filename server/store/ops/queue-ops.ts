@@ -1,4 +1,4 @@
-import { all, batch, one, type Op, run } from "../op.ts";
+import { all, batch, lone, one, type Op, run } from "../op.ts";
 import { clearCheckDigest, clearHeadDigests, clearRepositoryDigests } from "./published-ops.ts";
 import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
@@ -117,22 +117,27 @@ export type Fences = {
   readonly leaseHeld: boolean;
 };
 
-/** Every fence the publication rule compares (DESIGN 4), read in one transaction. */
+/**
+ * Every fence the publication rule compares (DESIGN 4), read by one statement (one snapshot) sent alone: the worker reads
+ * them while it holds the publication guards (op.ts `lone`).
+ */
 export function* readFences(input: { jobId: number; owner: string; installationId: number; repositoryId: number; headSha: string; pullNumber: number; now: number }): Op<Fences> {
-  const head = yield* one<{ shared_generation: number; invalidated_generation: number }>(
-    "select shared_generation, invalidated_generation from head_generations where repository_id = $1 and head_sha = $2", input.repositoryId, input.headSha,
-  );
-  const pull = yield* one<{ evaluation_generation: number }>("select evaluation_generation from pull_generations where repository_id = $1 and pull_number = $2", input.repositoryId, input.pullNumber);
-  const epoch = yield* one<{ authority_epoch: number }>("select authority_epoch from installation_epochs where installation_id = $1", input.installationId);
-  const fanout = yield* one("select id from jobs where installation_id = $1 and kind in ('installation_fanout', 'repository_fanout') and state in ('pending', 'leased') limit 1", input.installationId);
-  const lease = yield* one(`select id from jobs where ${HELD}`, input.jobId, input.owner, input.now);
+  const row = yield* lone(one<{ shared: number; invalidated: number; evaluation: number; authority_epoch: number; fanout_pending: number; lease_held: number }>(
+    `select coalesce((select shared_generation from head_generations where repository_id = $1 and head_sha = $2), 0) as shared,
+       coalesce((select invalidated_generation from head_generations where repository_id = $1 and head_sha = $2), 0) as invalidated,
+       coalesce((select evaluation_generation from pull_generations where repository_id = $1 and pull_number = $3), 0) as evaluation,
+       coalesce((select authority_epoch from installation_epochs where installation_id = $4), 0) as authority_epoch,
+       case when exists (select 1 from jobs where installation_id = $4 and kind in ('installation_fanout', 'repository_fanout') and state in ('pending', 'leased')) then 1 else 0 end as fanout_pending,
+       case when exists (select 1 from jobs where id = $5 and lease_owner = $6 and state = 'leased' and lease_expires_at_ms >= $7) then 1 else 0 end as lease_held`,
+    input.repositoryId, input.headSha, input.pullNumber, input.installationId, input.jobId, input.owner, input.now,
+  ));
   return {
-    shared: head?.shared_generation ?? 0,
-    invalidated: head?.invalidated_generation ?? 0,
-    evaluation: pull?.evaluation_generation ?? 0,
-    authorityEpoch: epoch?.authority_epoch ?? 0,
-    fanoutPending: fanout !== null,
-    leaseHeld: lease !== null,
+    shared: Number(row!.shared),
+    invalidated: Number(row!.invalidated),
+    evaluation: Number(row!.evaluation),
+    authorityEpoch: Number(row!.authority_epoch),
+    fanoutPending: Number(row!.fanout_pending) === 1,
+    leaseHeld: Number(row!.lease_held) === 1,
   };
 }
 
