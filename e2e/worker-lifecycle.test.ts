@@ -117,6 +117,25 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
   }, 60_000);
 
+  test("an evaluation of a pull request closed while it ran never turns its open twin's result back to waiting", async () => {
+    h = await startServiceHarness(backend);
+    const head = await pushFailingHead("1\n");
+    const twin = await h.sim.control.openPullRequest({ owner: h.scenario.org, repo: h.scenario.repo, head: "feature", author: "erin", title: "Twin" });
+    await approveByBothOwners();
+    await h.waitForCheck(head, { status: "in_progress" });
+    // The twin's next evaluation reads the twin open, then stalls on its reviews...
+    const reviewsPath = `/repos/acme/web/pulls/${twin.number}/reviews`;
+    h.sim.injectFault({ kind: "slow", delayMs: 2_000, path: reviewsPath, times: 1 });
+    const before = h.sim.requests.length;
+    await h.sim.control.submitReview({ ...pullRequest(twin.number), user: "carol", state: "COMMENTED" });
+    await waitUntil(() => h.sim.requests.slice(before).some((r) => r.path === reviewsPath), "the twin's stalled evaluation");
+    // ...while the twin closes and the open pull request publishes its success.
+    await h.sim.control.setPullRequestState({ ...pullRequest(twin.number), state: "closed" });
+    await h.waitForCheck(head, { status: "completed", conclusion: "success" });
+    await Bun.sleep(2_500); // the stalled evaluation has finished by now
+    expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
+  }, 60_000);
+
   test("an approval of an older head does not count for the new head", async () => {
     h = await startServiceHarness(backend);
     const head1 = await pushFailingHead("1\n");

@@ -3,7 +3,7 @@ import type { PullRequestDetails } from "../../forge/index.ts";
 import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
-import { RetryLater } from "../errors.ts";
+import { LeaseLost, RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
 import { publishCompleted } from "../publish.ts";
 import { resultSubjects } from "../result-subjects.ts";
@@ -70,24 +70,37 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     } catch {
       throw new RetryLater("publication_guard_timeout");
     }
+    let superseded: boolean;
     try {
-      await ensureRememberedCheckInProgress(ctx.forge, { store: ctx.store, now: ctx.now }, target, output, { signal });
+      // Only while this evaluation is the pull request's newest: one that ran while this pull request closed (or moved) would
+      // otherwise turn the open twin's result back to waiting. Whatever superseded it queued a newer evaluation, which
+      // decides; every event that can end the sharing (this pull request closing or moving) supersedes it.
+      const fences = await fencesAt(rowHead);
+      if (!fences.leaseHeld) throw new LeaseLost();
+      superseded = fences.evaluation !== captured.evaluation;
+      if (!superseded) await ensureRememberedCheckInProgress(ctx.forge, { store: ctx.store, now: ctx.now }, target, output, { signal });
     } finally {
       await release();
     }
+    if (superseded) return { kind: "done", note: "superseded; the newer evaluation decides the shared head" };
     ctx.onTransition?.({ pullNumber, headSha: rowHead, status: "in_progress", conclusion: null, title: output.title });
     await audit(ctx, row, rowHead, "shared_head");
     return { kind: "done", note: "shared head left in progress" };
   }
   const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal);
-  if (result === "fenced") {
-    // Outside the guards (a worker holding them writes no rows: store.ts lock order): a fresh generation at the current
-    // authority epoch, then a retry after backoff, by when the head's invalidation or the fan-out has finished.
-    await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha: rowHead }], ctx.now(), { background: row.background === 1 }));
-    throw new RetryLater("publication_fenced");
-  }
+  if (result === "fenced") return fenced(ctx, repository, row, pullNumber, rowHead);
   if (result === "published") await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
   return { kind: "done", note: result };
+}
+
+/**
+ * A write the fences refused. Outside the guards (a worker holding them writes no rows: store.ts lock order): a fresh
+ * generation at the current authority epoch, then a retry after backoff, by when the head's invalidation or the fan-out has
+ * finished.
+ */
+async function fenced(ctx: WorkerContext, repository: RepositoryRef, row: JobRow, pullNumber: number, headSha: string): Promise<never> {
+  await ctx.store.execute(() => supersedeAndQueue(repository, [{ number: pullNumber, headSha }], ctx.now(), { background: row.background === 1 }));
+  throw new RetryLater("publication_fenced");
 }
 
 /** Records what this evaluation saw (outside the guards). Best effort: without the record the next scan evaluates it again. */
