@@ -24,8 +24,6 @@ COPY scripts ./scripts
 COPY migrations ./migrations
 COPY server ./server
 COPY web ./web
-# `service demo` runs the forge simulator, so it is compiled in.
-COPY e2e/forge ./e2e/forge
 # The verified source commit (40 or 64 lowercase hex) baked into /api/runtime-identity as build_revision; empty: null.
 ARG REVISION=""
 RUN BUILD_REVISION="${REVISION}" bun run build \

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fiveStarRule, sixtyDeepPath } from "../server/evaluation/evidence-fixture.ts";
-import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "./forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
 import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
 

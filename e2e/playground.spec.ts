@@ -226,7 +226,7 @@ test("an evidence document from service explain --json, for a pull request the w
   // executable run `service explain --json` with the App's credentials.
   const root = fileURLToPath(new URL("..", import.meta.url));
   const localBun = `${root}.tools/node_modules/.bin/bun`;
-  const output = execFileSync(existsSync(localBun) ? localBun : "bun", ["server/commands/explain-fixture.ts", "--binary", `${root}dist/service`], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  const output = execFileSync(existsSync(localBun) ? localBun : "bun", ["e2e/support/explain-fixture.ts", "--binary", `${root}dist/service`], { cwd: root, encoding: "utf8", timeout: 60_000 });
   const { document, published } = JSON.parse(output) as { document: unknown; published: { conclusion: string; title: string } };
   await open(page, "owner-approves-head");
   await page.getByLabel("Evidence file").setInputFiles({ name: "evidence.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(document)) });

@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
 import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
 

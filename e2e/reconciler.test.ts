@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { Scenario } from "./forge/scenario.ts";
-import type { ForgeSimulator } from "./forge/simulator.ts";
+import type { Scenario } from "../server/simulator/scenario.ts";
+import type { ForgeSimulator } from "../server/simulator/simulator.ts";
 import { BACKENDS, type TestDatabase } from "./support/databases.ts";
 import { CHECK_NAME, startForgeRig } from "./support/forge-rig.ts";
 import { type ServiceHarness, startServiceHarness } from "./support/service.ts";

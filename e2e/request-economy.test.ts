@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
-import { createScenario, generateAppKeys, type Scenario } from "./forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "./forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 import { createForgeClient } from "../server/forge/index.ts";

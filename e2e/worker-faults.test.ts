@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { addOpenPullRequests, addReviews } from "./forge/scenario.ts";
+import { addOpenPullRequests, addReviews } from "../server/simulator/scenario.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
-import type { Scenario } from "./forge/scenario.ts";
-import type { ForgeSimulator } from "./forge/simulator.ts";
+import type { Scenario } from "../server/simulator/scenario.ts";
+import type { ForgeSimulator } from "../server/simulator/simulator.ts";
 import { BACKENDS, type BackendName, type TestDatabase } from "./support/databases.ts";
 import { CHECK_NAME, startForgeRig } from "./support/forge-rig.ts";
 import { waitUntil } from "./support/service.ts";

@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /**
  * Forge request economy (issue 18 item 1): how many REST requests the compiled service sends the forge simulator, counted by
- * the simulator itself (every answer, by route template and status: e2e/forge/request-counter.ts).
+ * the simulator itself (every answer, by route template and status: server/simulator/request-counter.ts).
  * - pull requests of 50 and 2,999 files: opened, approved (alice, an owner of the docs paths and checked through both teams),
  *   pushed (one file changed), approved again; requests per step and in all. Reconciler off.
  * - one steady reconciler scan with nothing changed at N = 50, 200 and 1,000 open pull requests: N - 1 silent bulk pull requests
@@ -24,10 +24,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULTS } from "../../server/config/index.ts";
-import { diffCommits } from "../forge/git.ts";
-import { countsSince, type RequestCounts } from "../forge/request-counter.ts";
-import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { diffCommits } from "../../server/simulator/git.ts";
+import { countsSince, type RequestCounts } from "../../server/simulator/request-counter.ts";
+import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } from "../../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { BINARY, ensureBinary, type RunningBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { UNPACED_FORGE } from "./unpaced-forge.ts";

@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { generateAppKeys } from "../forge/scenario.ts";
+import { generateAppKeys } from "../../server/simulator/scenario.ts";
 import { ensureBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
 import { pullRequestEvent, signedDelivery } from "../support/payloads.ts";

@@ -14,8 +14,8 @@ import { pino } from "pino";
 import { loadConfig } from "../../server/config/index.ts";
 import { startService } from "../../server/commands/serve.ts";
 import { migrateDatabase } from "../../server/store/index.ts";
-import { createScenario, generateAppKeys } from "../forge/scenario.ts";
-import { startForgeSimulator } from "../forge/simulator.ts";
+import { createScenario, generateAppKeys } from "../../server/simulator/scenario.ts";
+import { startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { createTestDatabase } from "../support/databases.ts";
 import { UNPACED_FORGE } from "./unpaced-forge.ts";
 

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, type Scenario } from "../forge/scenario.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, type Scenario } from "../../server/simulator/scenario.ts";
 import { UNPACED_FORGE } from "../bench/unpaced-forge.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { ROOT, runBinary, type RunningBinary, startBinary } from "../support/binary.ts";
 import { WEBHOOK_SECRET } from "../support/service.ts";
 

@@ -3,8 +3,8 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSyn
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { ensureBinary, ROOT } from "../support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "../support/databases.ts";
 import { waitUntil, WEBHOOK_SECRET } from "../support/service.ts";

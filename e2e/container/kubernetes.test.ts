@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, posix } from "node:path";
-import { generateAppKeys } from "../forge/scenario.ts";
+import { generateAppKeys } from "../../server/simulator/scenario.ts";
 import { loadConfig } from "../../server/config/index.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { pino, type Logger } from "pino";
 import { createForgeClient, type ForgeClient } from "../../server/forge/index.ts";
 import { migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
-import { createScenario, generateAppKeys, type Scenario } from "../forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../../server/simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { type BackendName, createTestDatabase, type TestDatabase } from "./databases.ts";
 
 export const CHECK_NAME = "Service / approval";

@@ -65,10 +65,10 @@ export async function startService(env: Record<string, string>, cwd: string): Pr
   return { url, output: out.text, stop: stopper(child) };
 }
 
-/** The forge simulator as a process (`bun e2e/forge/serve.ts`), trusting `caFile` for its webhook deliveries over HTTPS. */
+/** The forge simulator as a process (`bun server/simulator/serve.ts`), trusting `caFile` for its webhook deliveries over HTTPS. */
 export async function startSimulator(caFile: string): Promise<Running> {
   const bun = process.env.BUN_PATH ?? "bun";
-  const child = spawn(bun, [join(ROOT, "e2e", "forge", "serve.ts")], { cwd: ROOT, env: { ...cleanEnv(), NODE_EXTRA_CA_CERTS: caFile }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(bun, [join(ROOT, "server", "simulator", "serve.ts")], { cwd: ROOT, env: { ...cleanEnv(), NODE_EXTRA_CA_CERTS: caFile }, stdio: ["ignore", "pipe", "pipe"] });
   const out = capture(child);
   const url = await waitFor(child, out, (t) => /^\{"url":"(http:\/\/[^"]+)"/m.exec(t)?.[1] ?? null, "the forge simulator");
   return { url, output: out.text, stop: stopper(child) };

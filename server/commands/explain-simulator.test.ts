@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { explain } from "../../web/src/engine.ts";
 import { readState } from "../../web/src/read-state.ts";
-import { publishedEvidenceFixture } from "./explain-fixture.ts";
+import { publishedEvidenceFixture } from "../../e2e/support/explain-fixture.ts";
 
 /**
  * Real data end to end (issue 10 item 7): the worker publishes a check for a pull request on the forge simulator; `explain

@@ -1,7 +1,7 @@
 // Caches that match immutability (issue 18 item 5): their keys, their byte bounds, and what they must never hold.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { DEFAULT_EVALUATION_SETTINGS, planLookups } from "../evaluation/index.ts";
 import { createCaches, ENTRY_OVERHEAD_BYTES, fileKey, fileListKey } from "./caches.ts";
 import type { GatherResult } from "./evidence.ts";

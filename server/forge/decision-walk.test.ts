@@ -1,8 +1,8 @@
 // The client's evidence fed to the real decision core: fail → approve → succeed → new commit → fail, with the check run written
 // on each exact head. Proves the gathered evidence is what evaluate() and planLookups() expect.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { DEFAULT_EVALUATION_SETTINGS, evaluate, planLookups } from "../evaluation/index.ts";
 import { clientFor } from "./test-support.ts";
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createScenario, generateAppKeys, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { classifyForgeError, DEFAULT_RATE_LIMIT_DELAY_MS, ForgeError, MAX_RATE_LIMIT_DELAY_MS, rateLimitDelayMs } from "./errors.ts";
 import { clientFor } from "./test-support.ts";
 

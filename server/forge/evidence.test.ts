@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { GatherResult } from "./evidence.ts";
 import { bufferLogger, clientFor, fixturePlan } from "./test-support.ts";

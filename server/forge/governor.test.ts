@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { createScenario, generateAppKeys, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import { manualClock, type ManualClock } from "../reconciler/test-support.ts";
 import { ForgeError } from "./errors.ts";

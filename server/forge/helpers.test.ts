@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { FORGE_API_VERSION } from "./transport.ts";
 import { clientFor, fixturePlan } from "./test-support.ts";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { createForgeClient } from "./client.ts";
 import { convertAppManifest } from "./manifest.ts";
 import { bufferLogger, CHECK_NAME } from "./test-support.ts";

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import type { Fault } from "../../e2e/forge/faults.ts";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import type { Fault } from "../simulator/faults.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import type { Listed } from "../evaluation/evidence.ts";
 import type { ForgeClient } from "./client.ts";
 import { listAll } from "./pagination.ts";

@@ -1,7 +1,7 @@
 // Test helpers: a client pointed at a simulator, a pino logger writing to a buffer, and a lookup plan like the decision core's.
 import pino, { type Logger } from "pino";
-import type { Scenario } from "../../e2e/forge/scenario.ts";
-import type { ForgeSimulator } from "../../e2e/forge/simulator.ts";
+import type { Scenario } from "../simulator/scenario.ts";
+import type { ForgeSimulator } from "../simulator/simulator.ts";
 import type { Evidence } from "../evaluation/evidence.ts";
 import { createForgeClient, type ForgeClient } from "./client.ts";
 import type { Governor } from "./governor.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { startForgeSimulator, type ForgeSimulator } from "../../e2e/forge/simulator.ts";
-import { mintAppJwt } from "../../e2e/forge/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
+import { mintAppJwt } from "../simulator/scenario.ts";
 import type { Config } from "../config/index.ts";
 import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";

@@ -4,7 +4,7 @@ import { signedDelivery } from "../../e2e/support/payloads.ts";
 import { waitUntil } from "../../e2e/support/service.ts";
 import { webhookRoutes } from "../http/webhook-route.ts";
 import { type BodyBudget, createBodyBudget } from "./body-budget.ts";
-import { type Harness, ingressHarness, SECRET } from "./ingress-harness.ts";
+import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
 import { MAX_WEBHOOK_BODY_BYTES } from "./limits.ts";
 
 /**

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
 import { BACKENDS } from "../../e2e/support/databases.ts";
-import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
 import { pullRequestEvent } from "../../e2e/support/payloads.ts";
 import { createForgeClient } from "../forge/index.ts";
 import type { FastPathDeps } from "./fast-path.ts";
 import { handleWebhook } from "./handle-webhook.ts";
-import { type Harness, ingressHarness, SECRET } from "./ingress-harness.ts";
+import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
 
 /**
  * The fast path against the forge simulator: the simulator sends its own signed webhooks to the handler on a real HTTP server,

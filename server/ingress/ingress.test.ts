@@ -3,7 +3,7 @@ import {
   checkRunEvent, INSTALLATION, installationRepositoriesEvent, labelEvent, POLICY_REPO, pullRequestEvent, pushEvent, reviewEvent, SHA_A, SHA_B, signedDelivery, WEB,
 } from "../../e2e/support/payloads.ts";
 import { BACKENDS } from "../../e2e/support/databases.ts";
-import { type Harness, ingressHarness, SECRET } from "./ingress-harness.ts";
+import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
 import { MAX_WEBHOOK_BODY_BYTES } from "./limits.ts";
 
 /** Webhook ingress against a real database on both backends (spec "POST /webhooks/forge" and the webhook rows of "Errors"). */

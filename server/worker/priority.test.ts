@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { pino } from "pino";
-import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../../e2e/forge/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../../e2e/forge/simulator.ts";
+import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
+import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { createForgeClient, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Priority } from "../forge/index.ts";
 import { createMetrics } from "../observability/metrics.ts";

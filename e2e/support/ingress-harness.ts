@@ -1,13 +1,13 @@
 import { type Logger, pino } from "pino";
-import { createTestDatabase, type BackendName, type TestDatabase } from "../../e2e/support/databases.ts";
-import { signedDelivery } from "../../e2e/support/payloads.ts";
-import { DEFAULTS } from "../config/index.ts";
-import { ForgeError } from "../forge/index.ts";
-import { createMetrics, type Metrics } from "../observability/metrics.ts";
-import { all, migrateDatabase, openStore, type Store } from "../store/index.ts";
-import { type BodyBudget, createBodyBudget } from "./body-budget.ts";
-import type { FastPathDeps } from "./fast-path.ts";
-import { handleWebhook, type WebhookDeps } from "./handle-webhook.ts";
+import { createTestDatabase, type BackendName, type TestDatabase } from "./databases.ts";
+import { signedDelivery } from "./payloads.ts";
+import { DEFAULTS } from "../../server/config/index.ts";
+import { ForgeError } from "../../server/forge/index.ts";
+import { createMetrics, type Metrics } from "../../server/observability/metrics.ts";
+import { all, migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
+import { type BodyBudget, createBodyBudget } from "../../server/ingress/body-budget.ts";
+import type { FastPathDeps } from "../../server/ingress/fast-path.ts";
+import { handleWebhook, type WebhookDeps } from "../../server/ingress/handle-webhook.ts";
 
 /** A configured evaluator whose forge cannot be reached: every fast path fails and leaves its invalidation pending. */
 export function unreachableForge(store: Store): FastPathDeps {

@@ -1,5 +1,5 @@
 // Runs the forge simulator as a process (demo, Playwright, benchmarks):
-//   bun e2e/forge/serve.ts [--port N] [--webhook-url URL] [--webhook-secret-file PATH]
+//   bun server/simulator/serve.ts [--port N] [--webhook-url URL] [--webhook-secret-file PATH]
 //                          [--seed --app-private-key-file PATH [--app-id N] [--extra-pull-requests N]]
 // Prints one JSON line: { url } (plus the seeded scenario's IDs with --seed), then serves until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";

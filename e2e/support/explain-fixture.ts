@@ -1,13 +1,13 @@
 // Test fixture (not part of the service): the worker publishes a check for a pull request on the forge simulator, then `explain
 // --json` with the same App credentials produces that pull request's evidence document. Used by explain-simulator.test.ts and,
-// as `bun server/commands/explain-fixture.ts [--binary dist/service]` (prints {document, published} as JSON), by the
+// as `bun e2e/support/explain-fixture.ts [--binary dist/service]` (prints {document, published} as JSON), by the
 // playground's Playwright spec, which has the compiled executable run `service explain`.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServiceHarness, waitUntil } from "../../e2e/support/service.ts";
-import { loadConfig } from "../config/index.ts";
-import { runExplain } from "./explain.ts";
+import { startServiceHarness, waitUntil } from "./service.ts";
+import { loadConfig } from "../../server/config/index.ts";
+import { runExplain } from "../../server/commands/explain.ts";
 
 export interface PublishedFixture {
   /** The parsed output of `explain --json`. */
