@@ -9,7 +9,7 @@ import {
   MAX_RESOLVED_OWNERS,
   MAX_REVIEWS,
 } from "../policy/bounds.ts";
-import { ownerKind, parseCodeowners, type ParsedCodeowners } from "../policy/codeowners.ts";
+import { ownerKind, parseCodeowners, type CodeownersError, type ParsedCodeowners } from "../policy/codeowners.ts";
 import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
 import { nonDelegableSet, type NonDelegableSet } from "../policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../policy/pattern.ts";
@@ -55,6 +55,10 @@ export interface Analysis {
   readonly delegations: readonly Delegation[];
   readonly nonDelegable: NonDelegableSet;
   readonly codeownersPath: string | null;
+  /** Invalid lines of the code-owners file in force (the reason lists at most 50; the change preview lists them all). */
+  readonly codeownersErrors: readonly CodeownersError[];
+  /** Errors of the repository policy, when it was read and is invalid. */
+  readonly repositoryPolicyErrors: readonly PolicyError[];
   readonly groups: readonly OwnerGroup[];
   readonly unownedPathCount: number;
   /** Latest non-comment review per reviewer, in forge order of those reviews; null when the review list is unusable. */
@@ -165,6 +169,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   const repoRead = evidence.repositoryPolicy;
   let requiredApprovals = 1;
   let delegationsSource: NonNullable<RepositoryPolicy["delegations"]> = [];
+  let repositoryPolicyErrors: readonly PolicyError[] = [];
   if (repoRead.kind === "missing") return { kind: "not_enabled", why: t`no repository policy at ${settings.policyPath}` };
   if (repoRead.kind === "incomplete") {
     const reason = gapReason("repository_policy_incomplete", t`the repository policy ${settings.policyPath}`, repoRead);
@@ -178,6 +183,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
       if (repositoryPolicyOptsOut(sized.text)) return { kind: "not_enabled", why: t`the repository policy says ${"enabled = false"}` };
       const parsed = parseRepositoryPolicy(sized.text);
       if (parsed.kind === "invalid") {
+        repositoryPolicyErrors = parsed.errors;
         reasons.push({ code: "repository_policy_invalid", message: t`the repository policy ${settings.policyPath} is invalid`, transient: false, details: policyDetails(parsed.errors) });
       } else {
         if (parsed.policy.enabled !== true) return { kind: "not_enabled", why: t`the repository policy does not say ${"enabled = true"}` };
@@ -335,6 +341,8 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     delegations: compileDelegations(delegationsSource, budget),
     nonDelegable,
     codeownersPath: selected?.path ?? null,
+    codeownersErrors: selected?.parsed.errors ?? [],
+    repositoryPolicyErrors,
     groups,
     unownedPathCount,
     latestReviews,

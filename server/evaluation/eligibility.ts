@@ -118,22 +118,7 @@ export class Directory {
     const enrolled = input.trustedApps.find((app) => app.slug === slug);
     if (enrolled === undefined) return { fact: no(t`the App ${slug} is not enrolled by the organization policy`), app: null };
 
-    const labels = new Set(input.labels.map((label) => label.toLowerCase()));
-    const setOwners = group.owners.map((owner) => owner.toLowerCase());
-    const holding = input.delegations.filter(
-      (delegation) =>
-        delegation.app === slug &&
-        (delegation.owners === null || setOwners.some((owner) => delegation.owners!.has(owner))) &&
-        (delegation.requiredLabel === null || labels.has(delegation.requiredLabel.toLowerCase())),
-    );
-    let policy: Fact = YES;
-    if (holding.length === 0) policy = no(t`no delegation to ${slug} applies to these owners (or its required label is absent)`);
-    else {
-      const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.covers(path)));
-      const guarded = group.paths.find((path) => input.nonDelegable.isNonDelegable(path));
-      if (guarded !== undefined) policy = no(t`${guarded} is non-delegable`);
-      else if (uncovered !== undefined) policy = no(t`${uncovered} is not covered by a delegation to ${slug}`);
-    }
+    const policy = delegationAllows(slug, group, input);
     if (policy.value === "no") return { fact: policy, app: slug };
 
     const bot = readLookup(this.botUsers.get(user.login), t`the bot account ${user.login}`, (value) =>
@@ -144,6 +129,32 @@ export class Directory {
     );
     return { fact: all([bot, app]), app: slug };
   }
+}
+
+/**
+ * The policy part of an App approval (DESIGN 3.2 rule 5): a delegation to `slug` whose owners and required label hold covers
+ * every path of the set, and no path of the set is non-delegable. Needs no directory facts; the change preview uses it to
+ * show which Apps a policy change lets approve where.
+ */
+export function delegationAllows(
+  slug: string,
+  group: OwnerGroup,
+  input: { readonly delegations: readonly Delegation[]; readonly nonDelegable: NonDelegableSet; readonly labels: readonly string[] },
+): Fact {
+  const labels = new Set(input.labels.map((label) => label.toLowerCase()));
+  const setOwners = group.owners.map((owner) => owner.toLowerCase());
+  const holding = input.delegations.filter(
+    (delegation) =>
+      delegation.app === slug &&
+      (delegation.owners === null || setOwners.some((owner) => delegation.owners!.has(owner))) &&
+      (delegation.requiredLabel === null || labels.has(delegation.requiredLabel.toLowerCase())),
+  );
+  if (holding.length === 0) return no(t`no delegation to ${slug} applies to these owners (or its required label is absent)`);
+  const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.covers(path)));
+  const guarded = group.paths.find((path) => input.nonDelegable.isNonDelegable(path));
+  if (guarded !== undefined) return no(t`${guarded} is non-delegable`);
+  if (uncovered !== undefined) return no(t`${uncovered} is not covered by a delegation to ${slug}`);
+  return YES;
 }
 
 export const describeNo = (fact: Fact, fallback: Text): Text => (fact.value === "no" ? fact.why : fallback);
