@@ -174,6 +174,23 @@ export interface Evidence {
   readonly directory: DirectoryFacts;
   /** Open pull requests whose head is this head (this pull request may be included; it is ignored). */
   readonly sameHeadPullRequests: Listed<OpenPullRequestRef>;
+  /**
+   * The policy files as the pull request's head has them, present only when the pull request changes the code-owners file
+   * the base uses, one at a location that would take precedence, or the repository policy (change-preview.ts `headReadsNeeded`).
+   * Only the change preview reads it: evaluate() never does, so the decision stays on the base commit.
+   */
+  readonly headFiles?: HeadFiles;
+}
+
+/** Policy files at the head commit, for the change preview (change-preview.ts). */
+export interface HeadFiles {
+  /**
+   * The code-owners locations in precedence order up to the first one present at the head: a location the pull request
+   * changes is read at the head, one it leaves alone is carried over from the base read.
+   */
+  readonly codeowners: CodeownersEvidence;
+  /** The repository policy at the head (read there when the pull request changes it, else the base read). */
+  readonly repositoryPolicy: FileRead;
 }
 
 /** Process settings evaluate() depends on (from loadConfig; the playground supplies its own). */

@@ -5,3 +5,4 @@ export { NO_DIRECTORY_FACTS, planLookups, type LookupPlan } from "./plan-lookups
 export { escapeHtml, escapeMarkdown, visible, visibleJson } from "./escape.ts";
 export * from "./decision.ts";
 export * from "./evidence.ts";
+export * from "./change-preview.ts";
