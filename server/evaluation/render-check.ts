@@ -1,6 +1,9 @@
-// renderCheck(decision) → the check run's title, summary and text (issue 3 item 4). Rendered from the Decision only.
+// renderCheck(decision) → the check run's title, summary and text (issue 3 item 4). Rendered from the Decision only, plus,
+// when the pull request changes a policy file, the change preview appended after the decision's summary (issue 19 item 2):
+// the decision's own output is the same with or without it.
 // Every field stays within the forge's check-output limit (MAX_CHECK_OUTPUT_CHARS); long lists are cut with "and N more".
 import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATH_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
+import type { OwnerSetLabel, PreviewResult } from "./change-preview.ts";
 import type { Decision, OwnerSetResult, Reason, ReasonCode } from "./decision.ts";
 import { code, escapeMarkdown, renderPlain, renderText } from "./escape.ts";
 
@@ -187,10 +190,78 @@ function text(decision: Decision): string {
   return fitOutput(sections.join("\n\n"));
 }
 
-export function renderCheck(decision: Decision): CheckOutput {
+/** Owners shown per owner set of the preview before "and N more". */
+const MAX_PREVIEW_OWNERS = 10;
+/** Below this much room after the decision's summary the preview is left out rather than cut to a stub. */
+const MIN_PREVIEW_ROOM = 400;
+
+export const PREVIEW_HEADING = `### ${escapeMarkdown("Preview: this pull request's policy change")}`;
+
+function ownerSetLabel(label: OwnerSetLabel): string {
+  if (label.owners.length === 0 && label.apps.length === 0) return escapeMarkdown("(no owners)");
+  const owners = label.owners.slice(0, MAX_PREVIEW_OWNERS).map(code);
+  if (label.owners.length > MAX_PREVIEW_OWNERS) owners.push(escapeMarkdown(`and ${label.owners.length - MAX_PREVIEW_OWNERS} more`));
+  const shown = label.owners.length === 0 ? escapeMarkdown("(no owners)") : owners.join(" ");
+  if (label.apps.length === 0) return shown;
+  const apps = label.apps.slice(0, MAX_PREVIEW_OWNERS).map(code);
+  if (label.apps.length > MAX_PREVIEW_OWNERS) apps.push(escapeMarkdown(`and ${label.apps.length - MAX_PREVIEW_OWNERS} more`));
+  return `${shown} ${escapeMarkdown("(or App")} ${apps.join(", ")}${escapeMarkdown(")")}`;
+}
+
+/** The change preview as a Markdown section (bounded by the preview's own list bounds and shortened paths and messages). */
+export function previewSection(preview: PreviewResult): string {
+  const lines = [PREVIEW_HEADING, "", escapeMarkdown("What this pull request's change of the code-owners file or the repository policy would do once merged. Not part of the decision above, which uses the base commit.")];
+  if (preview.kind === "unavailable") {
+    lines.push("", `${escapeMarkdown("The preview is left out:")} ${renderText(preview.why)}${escapeMarkdown(".")}`);
+    return lines.join("\n");
+  }
+  const { before, after } = preview.codeownersPath;
+  if (before !== after) {
+    const where = (path: string | null) => (path === null ? escapeMarkdown("none") : code(path));
+    lines.push("", `${escapeMarkdown("Code-owners file:")} ${where(before)} → ${where(after)}`);
+  }
+  const invalidCount = preview.invalid.length + preview.invalidOmitted;
+  if (invalidCount > 0) {
+    lines.push("", escapeMarkdown(`Invalid after this change (${invalidCount}):`));
+    for (const problem of preview.invalid) {
+      const at = problem.line === null ? code(problem.file) : `${code(problem.file)} ${escapeMarkdown("line")} ${code(String(problem.line))}`;
+      lines.push(`- ${at}: ${escapeMarkdown(shortenPath(problem.message))}`);
+    }
+    if (preview.invalidOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${preview.invalidOmitted} more`)}`);
+  }
+  if (preview.problems.length > 0) {
+    lines.push("", escapeMarkdown("Would fail after this change:"));
+    for (const reason of preview.problems) lines.push(...reasonLines(reason));
+  }
+  if (preview.requiredApprovals !== null) {
+    lines.push("", escapeMarkdown(`Required approvals: ${preview.requiredApprovals.before} → ${preview.requiredApprovals.after}`));
+  }
+  const changeCount = preview.ownershipChanges.length + preview.ownershipChangesOmitted;
+  if (changeCount > 0) {
+    lines.push("", escapeMarkdown(`Changed files whose owners would change (${changeCount}):`));
+    for (const change of preview.ownershipChanges) {
+      lines.push(`- ${code(shortenPath(change.path))}: ${ownerSetLabel(change.before)} → ${ownerSetLabel(change.after)}`);
+    }
+    if (preview.ownershipChangesOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${preview.ownershipChangesOmitted} more`)}`);
+  }
+  for (const note of preview.notes) lines.push("", renderText(note));
+  if (invalidCount === 0 && preview.problems.length === 0 && changeCount === 0 && preview.notes.length === 0 && preview.requiredApprovals === null) {
+    lines.push("", escapeMarkdown("The new files are valid and no changed file's owners would change."));
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The check output of `decision`; with `preview`, a conclusive decision's summary gains the preview section after the
+ * decision's own summary, which stays exactly as without it (the section gets only the room that is left).
+ */
+export function renderCheck(decision: Decision, preview: PreviewResult | null = null): CheckOutput {
+  const decided = fitOutput(summary(decision));
+  const room = MAX_CHECK_OUTPUT_CHARS - decided.length - 2;
+  const withPreview = preview !== null && decision.kind === "conclusive" && room >= MIN_PREVIEW_ROOM ? `${decided}\n\n${fitOutput(previewSection(preview), room)}` : decided;
   return {
     title: renderPlain([title(decision)]).slice(0, 1_000),
-    summary: fitOutput(summary(decision)),
+    summary: withPreview,
     text: text(decision),
   };
 }

@@ -5,8 +5,9 @@
 // requests on the same head (after a fresh file list: they prove it); then, in rounds, the directory facts the decision core
 // still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
 // list that looks whole.
+import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
 import {
-  CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type Listed,
+  CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type HeadFiles, type Listed,
   type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
 } from "../evaluation/evidence.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
@@ -99,6 +100,9 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
     ? { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) }
     : open;
 
+  // The change preview (issue 19 item 2): only when the pull request changes a policy file that matters, its head version.
+  const headFiles = files.complete ? await readHeadFiles(t, caches.files, { ...base, ref: pr.headSha }, files.items, codeowners, repositoryPolicy, request.policyPath, call) : null;
+
   const partial: Omit<Evidence, "directory"> = {
     evidenceVersion: 1,
     repository: pr.repository,
@@ -107,6 +111,7 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
       draft: pr.draft, labels: pr.labels, changedFiles: pr.changedFiles,
     },
     files: plain(files), reviews: plain(reviews), codeowners, repositoryPolicy, organizationPolicy, sameHeadPullRequests: plain(sameHead),
+    ...(headFiles ? { headFiles } : {}),
   };
   const dir = await fetchDirectory(t, request, pr.repository.ownerType === "Organization", (known) => options.planLookups(partial, known), options.concurrency ?? DEFAULT_CONCURRENCY, call);
   return {
@@ -165,6 +170,30 @@ async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { i
     if (read.kind !== "missing") break;
   }
   return result;
+}
+
+/**
+ * The policy files at the head commit, or null when the pull request changes none that matters (headReadsNeeded): then no
+ * request is made. Code-owners locations are walked in precedence order like at the base, but a location the pull request
+ * leaves alone has the base's content, so its base read is reused; usually the one changed file is the only request.
+ * Reads at the head SHA are immutable, so they go through the same file cache.
+ */
+async function readHeadFiles(
+  t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string },
+  files: readonly ChangedFile[], baseCodeowners: CodeownersEvidence, basePolicy: FileRead, policyPath: string, call: CallOptions,
+): Promise<HeadFiles | null> {
+  const needed = headReadsNeeded(files, baseCodeowners, policyPath);
+  if (needed === null) return null;
+  const changed = changedPaths(files);
+  const codeowners: Partial<Record<(typeof CODEOWNERS_LOCATIONS)[number], FileRead>> = {};
+  for (const path of CODEOWNERS_LOCATIONS) {
+    const kept = changed.has(path) ? undefined : baseCodeowners[path];
+    const read = kept ?? (await readFile(t, cache, { ...at, path }, MAX_CODEOWNERS_BYTES - 1, call));
+    codeowners[path] = read;
+    if (read.kind !== "missing") break;
+  }
+  const repositoryPolicy = needed.repositoryPolicy ? await readFile(t, cache, { ...at, path: policyPath }, MAX_POLICY_FILE_BYTES, call) : basePolicy;
+  return { codeowners, repositoryPolicy };
 }
 
 /** The repository's open pull requests (the shared-head rule reads those on this head; see gatherEvidence). */

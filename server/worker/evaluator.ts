@@ -1,4 +1,4 @@
-import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type DirectoryFacts, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
+import { decideCheck, planLookups, type CheckOutput, type Decision, type DirectoryFacts, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { EVALUATION_THREAD_URL } from "../threads.ts";
 import { RetryLater } from "./errors.ts";
@@ -45,10 +45,7 @@ export type ThreadReply =
 export function inlineEvaluator(settings: EvaluationSettings): Evaluator {
   return {
     plan: async (evidence, known) => planLookups(evidence, settings, known),
-    async decide(evidence) {
-      const decision = evaluate(evidence, settings);
-      return { decision, output: renderCheck(decision) };
-    },
+    decide: async (evidence) => decideCheck(evidence, settings),
     close: async () => {},
   };
 }
