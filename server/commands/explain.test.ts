@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../config/index.ts";
 import { NO_DIRECTORY_FACTS, type Evidence } from "../evaluation/index.ts";
-import { baseEvidence, withFiles } from "../evaluation/evidence-fixture.ts";
+import { baseEvidence, found, withFiles } from "../evaluation/evidence-fixture.ts";
 import { ForgeError } from "../forge/index.ts";
 import type { ExplainDeps } from "./explain.ts";
 import { EVIDENCE_DOCUMENT_FORMAT, parseExplainArgs, runExplain } from "./explain.ts";
@@ -76,6 +76,31 @@ describe("service explain", () => {
     const read = readState(document);
     expect(read.ok).toBe(true);
     if (read.ok) expect(read.state.evidence).toEqual(evidence);
+  });
+
+  test("a pull request that changes CODEOWNERS: the document carries the head's file and the decision is printed with the preview", async () => {
+    const changed = withFiles(baseEvidence(), ["CODEOWNERS", "src/app.ts"]);
+    const evidence: Evidence = { ...changed, headFiles: { codeowners: { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", "* @bob\n/x not-an-owner\n") }, repositoryPolicy: changed.repositoryPolicy } };
+    const json = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--json", "--installation", "77"], config, json.out, { forge: fakeForge(evidence).forge })).toBe(0);
+    const document = JSON.parse(json.stdout.join("\n"));
+    expect(document.evidence.headFiles).toEqual(evidence.headFiles);
+    expect(document.decision).toEqual({ kind: "conclusive", conclusion: "failure", title: "2 of 2 owner sets not yet approved" });
+
+    const human = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--installation", "77"], config, human.out, { forge: fakeForge(evidence).forge })).toBe(0);
+    const text = human.stdout.join("\n");
+    expect(text).toContain("decision: failure");
+    expect(text).toContain("preview of this pull request's policy change");
+    expect(text).toContain("  invalid: CODEOWNERS line 2: invalid owner 'not-an-owner'");
+    expect(text).toContain("  owners change: src/app.ts: @alice -> @bob");
+    expect(text.indexOf("decision: failure")).toBeLessThan(text.indexOf("preview of"));
+  });
+
+  test("a pull request that changes no policy file prints no preview", async () => {
+    const { out, stdout } = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--installation", "77"], config, out, { forge: fakeForge(baseEvidence()).forge })).toBe(0);
+    expect(stdout.join("\n")).not.toContain("preview");
   });
 
   test("the document carries no credential", async () => {

@@ -3,7 +3,7 @@
 // decision for a person, or with --json an evidence document the playground imports. Read-only: it publishes nothing.
 // The document holds evidence and settings only: no token, key, secret or request header ever enters Evidence.
 import type { Config } from "../config/index.ts";
-import { evaluate, planLookups, plain, renderCheck, visible, visibleJson, type Decision, type EvaluationSettings, type Evidence } from "../evaluation/index.ts";
+import { decideCheck, planLookups, plain, renderCheck, visible, visibleJson, type Decision, type EvaluationSettings, type Evidence, type OwnerSetLabel, type PreviewResult } from "../evaluation/index.ts";
 import { createForgeClient, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { validateInstallations, validateRepositories } from "../reconciler/validate.ts";
@@ -110,6 +110,26 @@ export function describeDecision(decision: Decision, where: string): string[] {
   return lines;
 }
 
+const labelText = (label: OwnerSetLabel) =>
+  `${label.owners.length === 0 ? "(no owners)" : label.owners.join(" ")}${label.apps.length > 0 ? ` (or App ${label.apps.join(", ")})` : ""}`;
+
+/** The change preview in plain text (the check output's preview section, for a terminal). */
+export function describePreview(preview: PreviewResult): string[] {
+  const lines = ["preview of this pull request's policy change (not part of the decision, which uses the base commit):"];
+  if (preview.kind === "unavailable") return [...lines, `  left out: ${plain(preview.why)}`];
+  const { before, after } = preview.codeownersPath;
+  if (before !== after) lines.push(`  code-owners file: ${before ?? "none"} -> ${after ?? "none"}`);
+  for (const problem of preview.invalid) lines.push(`  invalid: ${problem.file}${problem.line === null ? "" : ` line ${problem.line}`}: ${problem.message}`);
+  if (preview.invalidOmitted > 0) lines.push(`  and ${preview.invalidOmitted} more invalid`);
+  for (const reason of preview.problems) lines.push(`  would fail: ${plain(reason.message)}`);
+  if (preview.requiredApprovals !== null) lines.push(`  required approvals: ${preview.requiredApprovals.before} -> ${preview.requiredApprovals.after}`);
+  for (const change of preview.ownershipChanges) lines.push(`  owners change: ${change.path}: ${labelText(change.before)} -> ${labelText(change.after)}`);
+  if (preview.ownershipChangesOmitted > 0) lines.push(`  and ${preview.ownershipChangesOmitted} more changed files whose owners would change`);
+  for (const note of preview.notes) lines.push(`  note: ${plain(note)}`);
+  if (lines.length === 1) lines.push("  the new files are valid and no changed file's owners would change");
+  return lines;
+}
+
 /**
  * What explain prints goes through visible() line by line: file names, logins and forge details may hold terminal escape
  * codes, bidi overrides or line breaks (issue 16 item 6). Multi-line text of our own is printed one line at a time.
@@ -153,9 +173,11 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
       out.stderr(`cannot explain ${where}: the pull request could not be read (${gathered.error.kind})`);
       return EXIT_FAILURE;
     }
-    const decision = evaluate(gathered.evidence, settings);
+    // The evidence carries the head's policy files when the pull request changes one (Evidence.headFiles): the document
+    // takes them along, so the playground shows the same preview.
+    const { decision, preview } = decideCheck(gathered.evidence, settings);
     if (parsed.json) rawOut.stdout(visibleJson(JSON.stringify(evidenceDocument(gathered.evidence, settings, decision), null, 2)));
-    else for (const line of describeDecision(decision, where)) out.stdout(line);
+    else for (const line of [...describeDecision(decision, where), ...(preview ? describePreview(preview) : [])]) out.stdout(line);
     return EXIT_OK;
   } catch (error) {
     // Forge errors carry a kind; their messages never hold credentials, but print only the kind to be sure (DESIGN 5).

@@ -7,7 +7,8 @@ import { evaluate } from "./evaluate.ts";
 import type { EvaluationSettings, Evidence } from "./evidence.ts";
 import { renderCheck, type CheckOutput } from "./render-check.ts";
 
-export function decideCheck(evidence: Evidence, settings: EvaluationSettings): { decision: Decision; output: CheckOutput } {
+/** `preview`: null unless the decision is conclusive and the evidence carries head files (Evidence.headFiles). */
+export function decideCheck(evidence: Evidence, settings: EvaluationSettings): { decision: Decision; preview: PreviewResult | null; output: CheckOutput } {
   const decision = evaluate(evidence, settings);
   let preview: PreviewResult | null = null;
   if (decision.kind === "conclusive") {
@@ -18,5 +19,5 @@ export function decideCheck(evidence: Evidence, settings: EvaluationSettings): {
       preview = { kind: "unavailable", why: t`the preview could not be computed` };
     }
   }
-  return { decision, output: renderCheck(decision, preview) };
+  return { decision, preview, output: renderCheck(decision, preview) };
 }

@@ -45,7 +45,10 @@ export type ThreadReply =
 export function inlineEvaluator(settings: EvaluationSettings): Evaluator {
   return {
     plan: async (evidence, known) => planLookups(evidence, settings, known),
-    decide: async (evidence) => decideCheck(evidence, settings),
+    async decide(evidence) {
+      const { decision, output } = decideCheck(evidence, settings);
+      return { decision, output };
+    },
     close: async () => {},
   };
 }
