@@ -50,14 +50,13 @@ describe.each(BACKENDS)("change preview on %s", (backend) => {
     expect(check(plain).output.summary).not.toContain(PREVIEW_HEADING);
 
     // The head's CODEOWNERS cannot be read: the decision is published as always, with a note instead of the preview.
-    const fault = sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/contents/\\.forge/CODEOWNERS" });
+    sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/contents/\\.forge/CODEOWNERS" });
     const failedRead = await push({ ".forge/CODEOWNERS": HEAD_CODEOWNERS, "src/a.ts": "3\n" });
     await h.waitForCheck(failedRead, { status: "completed", conclusion: "failure" });
     await approveAtBase();
     await h.waitForCheck(failedRead, { status: "completed", conclusion: "success" });
     await drained();
     sim.faults.clear();
-    void fault;
     expect(check(failedRead).output.summary).toContain(`${PREVIEW_HEADING}\n`);
     expect(check(failedRead).output.summary).toContain("The preview is left out");
     expect(check(failedRead).output.summary).not.toContain("would change");
