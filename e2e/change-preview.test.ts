@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { countsSince } from "./forge/request-counter.ts";
+import { countsSince } from "../server/simulator/request-counter.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
