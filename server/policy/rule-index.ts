@@ -74,6 +74,20 @@ export class PatternIndex {
 
   /** Position of the last pattern that matches `path`, or -1. */
   lastMatch(path: string, budget?: MatchBudget): number {
+    const { positions, segments } = this.candidatesOf(path, budget);
+    // Newest first: the first match is the answer (last matching rule wins), so broad early rules such as `*` are rarely tested.
+    for (const position of positions) {
+      if (this.patterns[position]!.test(path, segments, budget)) return position;
+    }
+    return -1;
+  }
+
+  /**
+   * The positions of the patterns that may match `path`, newest first, each offered once and charged one step of `budget`,
+   * with the path's segments for their tests. Valid until the next call (the list is reused). lastMatch tests them in this
+   * order; the validator (validate.ts) tests the rest too, to find every rule that matches.
+   */
+  candidatesOf(path: string, budget?: MatchBudget): { readonly positions: readonly number[]; readonly segments: readonly string[] } {
     const found = this.candidates;
     found.length = 0;
     for (const entry of this.always) found.push(entry);
@@ -104,12 +118,8 @@ export class PatternIndex {
       this.byExtension.collect(extension, -1, found);
     }
     budget?.spend(found.length);
-    // Newest first: the first match is the answer (last matching rule wins), so broad early rules such as `*` are rarely tested.
     if (found.length > 1) found.sort((a, b) => b - a);
-    for (const position of found) {
-      if (this.patterns[position]!.test(path, segments, budget)) return position;
-    }
-    return -1;
+    return { positions: found, segments };
   }
 
   /** Whether any pattern matches `path`. */
