@@ -58,3 +58,11 @@ export const MAX_RENDERED_PATH_CHARS = 200;
 
 /** Reviews listed per owner set under "did not count"; the rest are counted, not listed (keeps decisions small). */
 export const MAX_LISTED_REVIEWS_PER_SET = 50;
+
+/**
+ * Path-matching steps `service validate` may spend on its tree checks (issue 19 item 1; not in DESIGN 3.6): every rule against
+ * every path of a whole tree, far more than one evaluation's MAX_MATCH_STEPS. A 10,000-file tree with 2,000 rules needs a few
+ * million (e2e/bench/validate-bench.ts); past this bound, which takes a few seconds, the validator reports it as a finding
+ * instead of holding a CI job on a hostile pattern.
+ */
+export const MAX_VALIDATION_MATCH_STEPS = 200_000_000;

@@ -114,6 +114,9 @@ function parseLine(line: string, validOwners: Map<string, boolean>): LineResult 
   return { kind: "rule", pattern: compiled.pattern, owners };
 }
 
+/** The error at the first rule past MAX_CODEOWNERS_RULES (the validator reports it as a bound). */
+export const TOO_MANY_RULES_MESSAGE = `more than ${MAX_CODEOWNERS_RULES} rules; the rest of the file is not loaded`;
+
 export function parseCodeowners(text: string): ParsedCodeowners {
   const rules: CodeownersRule[] = [];
   const patterns: CompiledPattern[] = [];
@@ -130,7 +133,7 @@ export function parseCodeowners(text: string): ParsedCodeowners {
       continue;
     }
     if (rules.length >= MAX_CODEOWNERS_RULES) {
-      errors.push({ line, message: `more than ${MAX_CODEOWNERS_RULES} rules; the rest of the file is not loaded` });
+      errors.push({ line, message: TOO_MANY_RULES_MESSAGE });
       break;
     }
     rules.push({ line, pattern: result.pattern.source, owners: result.owners });

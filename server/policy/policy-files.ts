@@ -81,11 +81,14 @@ function fieldPath(pointer: string): string {
     .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === "" ? part : `${path}.${part}`), "");
 }
 
+/** The error of a policy file of `bytes` UTF-8 bytes, or null when it is within MAX_POLICY_FILE_BYTES. */
+export function policyFileSizeError(bytes: number): PolicyError | null {
+  return bytes > MAX_POLICY_FILE_BYTES ? { location: "file", message: `policy file is ${bytes} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` } : null;
+}
+
 function readToml(text: string): { ok: true; value: unknown } | { ok: false; errors: PolicyError[] } {
-  const bytes = utf8ByteLength(text);
-  if (bytes > MAX_POLICY_FILE_BYTES) {
-    return { ok: false, errors: [{ location: "file", message: `policy file is ${bytes} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` }] };
-  }
+  const tooLarge = policyFileSizeError(utf8ByteLength(text));
+  if (tooLarge !== null) return { ok: false, errors: [tooLarge] };
   try {
     return { ok: true, value: parseToml(text, { integersAsBigInt: "asNeeded", unsafeKeyBehaviour: "throw", maxDepth: 16 }) };
   } catch (error) {
