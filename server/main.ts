@@ -6,6 +6,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./commands/exit-codes.ts";
 import { loadOrReport, loggerFor } from "./commands/load.ts";
 import { runDemo } from "./commands/demo.ts";
 import { runExplain } from "./commands/explain.ts";
+import { runValidate } from "./commands/validate.ts";
 import { startService } from "./commands/serve.ts";
 
 /** Composition root and CLI. Commands live in server/commands; nothing here has logic of its own. */
@@ -19,6 +20,9 @@ commands:
   explain --repository OWNER/NAME --pull N [--json] [--installation ID]
                      gather the evidence the worker would (configured App credentials) and print the decision, or with
                      --json an evidence document for the playground (no token, key or secret in it)
+  validate [DIR] [--files-from FILE|-] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]
+                     check the CODEOWNERS and policy files the service would read in DIR, offline (no settings, database
+                     or forge): exit 0 no error, 1 errors (with --strict also warnings), 2 usage
   demo [--once]      run the service on a fresh embedded database against the built-in forge simulator and walk one pull
                      request through fail → approve → success → new commit → fail → approve → success
   --version          print the application version
@@ -34,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   if (command === "demo") return runDemo(argv.slice(1), process.env, out);
+  if (command === "validate") return runValidate(argv.slice(1), out);
   if (command === "explain") {
     const config = loadOrReport(process.env, out.stderr);
     return config === null ? EXIT_USAGE : runExplain(argv.slice(1), config, out);

@@ -1,0 +1,230 @@
+// `service validate [DIR]` (issue 19 item 1): checks a repository's CODEOWNERS and policy files offline, as the service would
+// judge them, before they merge. Needs no settings, database or forge. It reads the files (this module) and hands them to the
+// pure validator (server/policy/validate.ts), which uses the service's parsers and matcher.
+//
+// Exit codes: 0 no error (warnings and notices allowed), 1 at least one error, or with --strict at least one warning,
+// 2 usage (unknown flag, missing file, bad format value; the message on stderr).
+//
+// --format json prints one object (stable; documented in README.md "Validating CODEOWNERS and policy in CI"):
+//   { "format": "service-validate", "version": 1, "exitCode": 0|1,
+//     "findings": [{ "kind", "severity": "error"|"warning"|"notice", "file": path|null, "line": n|null, "message" }],
+//     "summary": { "errors", "warnings", "notices", "codeowners": path|null, "rules": n|null, "paths": n|null,
+//                  "unownedPaths": n|null, "matchSteps" } }
+import { readFileSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { DEFAULTS } from "../config/index.ts";
+import { CODEOWNERS_LOCATIONS } from "../evaluation/evidence.ts";
+import { visible, visibleJson } from "../evaluation/escape.ts";
+import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
+import { validate, type Finding, type ValidatedFile, type ValidationReport } from "../policy/validate.ts";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./exit-codes.ts";
+
+export const VALIDATE_USAGE = `usage: service validate [DIR] [--policy FILE] [--organization-policy FILE] [--files-from FILE|-]
+                        [--format text|json|github] [--strict]
+
+Checks the CODEOWNERS file the service would read in DIR (default: the current directory; .forge/CODEOWNERS, then
+CODEOWNERS, then docs/CODEOWNERS) and the repository policy (${DEFAULTS.policyPath}, or --policy FILE) with the service's
+own parsers, offline. --organization-policy FILE also checks the .forge repository's organization policy and the
+delegations against it. --files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin)
+and adds the tree checks: rules that own nothing, dead rules, unowned paths.
+Exit 0: no error; 1: errors (with --strict, warnings too); 2: usage.`;
+
+export const VALIDATE_FORMAT = "service-validate";
+
+export interface ValidateOutput {
+  stdout(line: string): void;
+  stderr(line: string): void;
+}
+
+type Format = "text" | "json" | "github";
+
+interface ValidateArgs {
+  dir: string;
+  policy: string | null;
+  organizationPolicy: string | null;
+  filesFrom: string | null;
+  format: Format;
+  strict: boolean;
+}
+
+export function parseValidateArgs(args: readonly string[]): ValidateArgs | string {
+  const parsed: ValidateArgs = { dir: ".", policy: null, organizationPolicy: null, filesFrom: null, format: "text", strict: false };
+  let dir: string | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = (): string | null => {
+      const next = inline ?? args[++i];
+      return next === undefined || next === "" ? null : next;
+    };
+    if (flag === "--strict" && inline === undefined) parsed.strict = true;
+    else if (flag === "--policy" || flag === "--organization-policy" || flag === "--files-from" || flag === "--format") {
+      const given = value();
+      if (given === null) return `${flag} needs a value`;
+      if (flag === "--policy") parsed.policy = given;
+      else if (flag === "--organization-policy") parsed.organizationPolicy = given;
+      else if (flag === "--files-from") parsed.filesFrom = given;
+      else if (given === "text" || given === "json" || given === "github") parsed.format = given;
+      else return `--format must be text, json or github, not '${given}'`;
+    } else if (arg.startsWith("-")) return `unknown argument: ${arg}`;
+    else if (dir !== null) return `only one directory may be given (got '${dir}' and '${arg}')`;
+    else dir = arg;
+  }
+  if (dir !== null) parsed.dir = dir;
+  return parsed;
+}
+
+/** Size of a regular file, null when there is none at `path`. */
+function fileSize(path: string): number | null {
+  try {
+    const stat = statSync(path);
+    return stat.isFile() ? stat.size : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The file's text, or only its size when it is over `bound` (never read whole: a hostile file may be huge). */
+function readBounded(path: string, shownAs: string, size: number, tooLarge: (bytes: number) => boolean): ValidatedFile {
+  return tooLarge(size) ? { path: shownAs, bytes: size } : { path: shownAs, text: readFileSync(path, "utf8") };
+}
+
+/** `path` relative to `dir` when it lies inside it (as the forge names it), otherwise as given. */
+function repositoryPath(dir: string, path: string): string | null {
+  const inside = relative(dir, resolve(path));
+  return inside === "" || inside.startsWith("..") || isAbsolute(inside) ? null : inside.split(sep).join("/");
+}
+
+const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+
+/**
+ * A path as `git ls-files` prints it: with core.quotePath (the default) a path with unusual or non-ASCII bytes comes in
+ * double quotes with C escapes and octal bytes (`"caf\303\251.md"`). Decoded here because git offers no library form to a
+ * Bun program and the rule is small: anything else is taken literally.
+ */
+export function unquoteGitPath(line: string): string {
+  if (line.length < 2 || !line.startsWith('"') || !line.endsWith('"')) return line;
+  const bytes: number[] = [];
+  const body = line.slice(1, -1);
+  for (let i = 0; i < body.length; i++) {
+    const ch = body[i]!;
+    if (ch !== "\\") {
+      bytes.push(...new TextEncoder().encode(ch));
+      continue;
+    }
+    const next = body[i + 1] ?? "";
+    const octal = /^[0-7]{3}/.exec(body.slice(i + 1, i + 4));
+    if (octal !== null) {
+      bytes.push(parseInt(octal[0], 8));
+      i += 3;
+    } else if (next in C_ESCAPES) {
+      bytes.push(C_ESCAPES[next]!);
+      i++;
+    } else return line; // not git's quoting after all
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes));
+}
+
+/** Tree paths: NUL-separated (`git ls-files -z`) when the list has a NUL, otherwise one per line (git's quoting undone). */
+export function treePaths(text: string): string[] {
+  if (text.includes("\0")) return text.split("\0").filter((path) => path !== "");
+  return text.split("\n").filter((line) => line !== "").map(unquoteGitPath);
+}
+
+// GitHub workflow commands (`::error file=…,line=…::message`): the escaping of actions/toolkit's core command.ts
+// (escapeData, escapeProperty), written out rather than
+// adding @actions/core for two one-line functions.
+const escapeData = (value: string) => value.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+const escapeProperty = (value: string) => escapeData(value).replace(/:/g, "%3A").replace(/,/g, "%2C");
+
+export function githubAnnotation(finding: Finding): string {
+  const properties: string[] = [];
+  if (finding.file !== null) properties.push(`file=${escapeProperty(visible(finding.file))}`);
+  if (finding.line !== null) properties.push(`line=${finding.line}`);
+  properties.push(`title=${escapeProperty(finding.kind)}`);
+  return `::${finding.severity} ${properties.join(",")}::${escapeData(visible(finding.message))}`;
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+function summaryLine(report: ValidationReport): string {
+  const s = report.summary;
+  const counts = `${plural(s.errors, "error")}, ${plural(s.warnings, "warning")}, ${plural(s.notices, "notice")}`;
+  const what = [
+    s.codeowners === null ? "no code-owners file" : `${s.codeowners}: ${plural(s.rules ?? 0, "rule")}`,
+    ...(s.paths === null ? [] : [`${plural(s.paths, "path")} checked${s.unownedPaths === null ? "" : `, ${s.unownedPaths} unowned`}`]),
+  ];
+  return `${counts} (${what.join("; ")})`;
+}
+
+function textLines(report: ValidationReport): string[] {
+  const lines: string[] = [];
+  let file: string | null | undefined;
+  for (const finding of report.findings) {
+    if (finding.file !== file) {
+      file = finding.file;
+      lines.push(file === null ? "(repository)" : file);
+    }
+    const at = finding.line === null ? "" : `line ${finding.line}: `;
+    lines.push(`  ${at}${finding.severity}: ${finding.message} [${finding.kind}]`);
+  }
+  lines.push(summaryLine(report));
+  return lines;
+}
+
+async function readAll(source: string): Promise<string> {
+  return source === "-" ? await new Response(Bun.stdin.stream()).text() : readFileSync(source, "utf8");
+}
+
+export async function runValidate(args: readonly string[], rawOut: ValidateOutput): Promise<number> {
+  const out = { stdout: (line: string) => rawOut.stdout(visible(line)), stderr: (line: string) => rawOut.stderr(visible(line)) };
+  if (args.includes("--help") || args.includes("-h")) {
+    for (const line of VALIDATE_USAGE.split("\n")) out.stdout(line);
+    return EXIT_OK;
+  }
+  const parsed = parseValidateArgs(args);
+  const usage = (message: string) => {
+    for (const line of [message, "", ...VALIDATE_USAGE.split("\n")]) out.stderr(line);
+    return EXIT_USAGE;
+  };
+  if (typeof parsed === "string") return usage(parsed);
+  const dir = resolve(parsed.dir);
+  try {
+    if (!statSync(dir).isDirectory()) return usage(`not a directory: ${parsed.dir}`);
+  } catch {
+    return usage(`no such directory: ${parsed.dir}`);
+  }
+  for (const [flag, path] of [["--policy", parsed.policy], ["--organization-policy", parsed.organizationPolicy], ["--files-from", parsed.filesFrom]] as const) {
+    if (path !== null && path !== "-" && fileSize(path) === null) return usage(`${flag}: no such file: ${path}`);
+  }
+  if (parsed.policy === "-" || parsed.organizationPolicy === "-") return usage("only --files-from reads standard input");
+
+  const policyTooLarge = (bytes: number) => bytes > MAX_POLICY_FILE_BYTES;
+  // The service's precedence (CODEOWNERS_LOCATIONS, as analyze.ts and the forge reader walk it): the first existing file wins.
+  const codeowners: ValidatedFile[] = [];
+  for (const location of CODEOWNERS_LOCATIONS) {
+    const size = fileSize(join(dir, location));
+    if (size !== null) codeowners.push(readBounded(join(dir, location), location, size, (bytes) => bytes >= MAX_CODEOWNERS_BYTES));
+  }
+  // --policy inside DIR is that repository path (and non-delegable as such); outside it, the default path stays protected.
+  const policyFile = parsed.policy ?? join(dir, DEFAULTS.policyPath);
+  const policyInRepository = parsed.policy === null ? DEFAULTS.policyPath : repositoryPath(dir, parsed.policy);
+  const policyPath = policyInRepository ?? DEFAULTS.policyPath;
+  const policySize = fileSize(policyFile);
+  const repositoryPolicy = policySize === null ? null : readBounded(policyFile, policyInRepository ?? parsed.policy!, policySize, policyTooLarge);
+  const organizationPolicy = parsed.organizationPolicy === null ? null : readBounded(parsed.organizationPolicy, parsed.organizationPolicy, fileSize(parsed.organizationPolicy)!, policyTooLarge);
+  const tree = parsed.filesFrom === null ? null : treePaths(await readAll(parsed.filesFrom));
+
+  const report = validate({ codeowners, codeownersLocations: CODEOWNERS_LOCATIONS, repositoryPolicy, organizationPolicy, policyPath, tree });
+  const failed = report.summary.errors > 0 || (parsed.strict && report.summary.warnings > 0);
+  const exitCode = failed ? EXIT_FAILURE : EXIT_OK;
+  if (parsed.format === "json") {
+    rawOut.stdout(visibleJson(JSON.stringify({ format: VALIDATE_FORMAT, version: 1, exitCode, findings: report.findings, summary: report.summary }, null, 2)));
+  } else if (parsed.format === "github") {
+    for (const finding of report.findings) rawOut.stdout(githubAnnotation(finding));
+    out.stdout(summaryLine(report));
+  } else for (const line of textLines(report)) out.stdout(line);
+  return exitCode;
+}
