@@ -174,11 +174,12 @@ function textLines(report: ValidationReport): string[] {
   return lines;
 }
 
-async function readAll(source: string): Promise<string> {
-  return source === "-" ? await new Response(Bun.stdin.stream()).text() : readFileSync(source, "utf8");
+export interface ValidateDeps {
+  /** Standard input as text (`--files-from -`); injected in tests. */
+  readonly stdin?: () => Promise<string>;
 }
 
-export async function runValidate(args: readonly string[], rawOut: ValidateOutput): Promise<number> {
+export async function runValidate(args: readonly string[], rawOut: ValidateOutput, deps: ValidateDeps = {}): Promise<number> {
   const out = { stdout: (line: string) => rawOut.stdout(visible(line)), stderr: (line: string) => rawOut.stderr(visible(line)) };
   if (args.includes("--help") || args.includes("-h")) {
     for (const line of VALIDATE_USAGE.split("\n")) out.stdout(line);
@@ -215,7 +216,8 @@ export async function runValidate(args: readonly string[], rawOut: ValidateOutpu
   const policySize = fileSize(policyFile);
   const repositoryPolicy = policySize === null ? null : readBounded(policyFile, policyInRepository ?? parsed.policy!, policySize, policyTooLarge);
   const organizationPolicy = parsed.organizationPolicy === null ? null : readBounded(parsed.organizationPolicy, parsed.organizationPolicy, fileSize(parsed.organizationPolicy)!, policyTooLarge);
-  const tree = parsed.filesFrom === null ? null : treePaths(await readAll(parsed.filesFrom));
+  const stdin = deps.stdin ?? (() => new Response(Bun.stdin.stream()).text());
+  const tree = parsed.filesFrom === null ? null : treePaths(parsed.filesFrom === "-" ? await stdin() : readFileSync(parsed.filesFrom, "utf8"));
 
   const report = validate({ codeowners, codeownersLocations: CODEOWNERS_LOCATIONS, repositoryPolicy, organizationPolicy, policyPath, tree });
   const failed = report.summary.errors > 0 || (parsed.strict && report.summary.warnings > 0);

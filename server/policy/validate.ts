@@ -6,7 +6,7 @@
 import { MAX_CODEOWNERS_BYTES, MAX_MATCH_STEPS, MAX_PULL_REQUEST_FILES, MAX_VALIDATION_MATCH_STEPS } from "./bounds.ts";
 import { parseCodeowners, TOO_MANY_RULES_MESSAGE, type CodeownersRule, type ParsedCodeowners } from "./codeowners.ts";
 import { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
-import { CODEOWNERS_PATHS, nonDelegableSet } from "./non-delegable.ts";
+import { nonDelegableSet } from "./non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
 import {
   parseOrganizationPolicy,
@@ -271,8 +271,8 @@ function checkDelegations(
   }
   const slugs = trustedApps.map((app) => app.slug);
   const nonDelegable = nonDelegableSet({ policyPath: input.policyPath, enrolledAppSlugs: slugs, guardrails: organization?.policy.guardrails?.non_delegable_paths ?? [], allowInsecureChanges: false }, budget);
-  // The built-in paths are checked even without a tree: a delegation of `**` covers the code-owners files in any repository.
-  const candidates = new Set([...CODEOWNERS_PATHS, input.policyPath, ...slugs.map((slug) => `${slug}.toml`), ...(tree ?? [])]);
+  // Paths that exist: the tree, or without one the code-owners files and the policy found (a delegation of `**` covers them).
+  const candidates = new Set(tree ?? [...input.codeowners.map((file) => file.path), input.policyPath]);
   const protectedPaths = [...candidates].filter((path) => nonDelegable.isNonDelegable(path));
   delegations.forEach((delegation, index) => {
     delegation.paths.forEach((source, patternIndex) => {

@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { githubAnnotation, runValidate, treePaths, unquoteGitPath, type ValidateDeps } from "./validate.ts";
+
+const POLICY = ".forge/service-policy.toml";
+const ENABLED = "schema_version = 1\nenabled = true\n";
+
+let root: string;
+let counter = 0;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "svc-validate-"));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A fresh repository directory with these files (path → content). */
+function repository(files: Record<string, string>): string {
+  const dir = join(root, `repo-${++counter}`);
+  mkdirSync(dir, { recursive: true });
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  return dir;
+}
+
+async function validate(args: string[], deps: ValidateDeps = {}) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const exitCode = await runValidate(args, { stdout: (line) => stdout.push(line), stderr: (line) => stderr.push(line) }, deps);
+  return { exitCode, stdout: stdout.join("\n"), stderr: stderr.join("\n"), lines: stdout };
+}
+
+const CLEAN = { CODEOWNERS: "* @acme/core\n/docs/ @alice\n", [POLICY]: ENABLED };
+
+describe("exit codes", () => {
+  test("a clean repository exits 0", async () => {
+    const dir = repository(CLEAN);
+    const result = await validate([dir]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe("0 errors, 0 warnings, 0 notices (CODEOWNERS: 2 rules)");
+  });
+
+  test("an invalid CODEOWNERS line exits 1", async () => {
+    expect((await validate([repository({ ...CLEAN, CODEOWNERS: "* @acme/core\n/src/ bob\n" })])).exitCode).toBe(1);
+  });
+
+  test("warnings alone exit 0, and 1 with --strict", async () => {
+    const dir = repository({ ...CLEAN, CODEOWNERS: "/docs/ @a\n/docs/ @b\n" });
+    expect((await validate([dir])).exitCode).toBe(0);
+    expect((await validate([dir, "--strict"])).exitCode).toBe(1);
+  });
+
+  test("notices never fail, even with --strict", async () => {
+    const result = await validate([repository({ CODEOWNERS: "* @a\n" }), "--strict"]);
+    expect(result.stdout).toContain("notice: no repository policy at .forge/service-policy.toml");
+    expect(result.exitCode).toBe(0);
+  });
+});
+
+describe("usage errors exit 2 with the reason and the usage on stderr", () => {
+  const cases: [string, (dir: string) => string[], string][] = [
+    ["an unknown flag", (dir) => [dir, "--fix"], "unknown argument: --fix"],
+    ["a bad format value", (dir) => [dir, "--format", "xml"], "--format must be text, json or github, not 'xml'"],
+    ["a flag without its value", (dir) => [dir, "--files-from"], "--files-from needs a value"],
+    ["a missing --files-from file", (dir) => [dir, "--files-from", join(dir, "absent.txt")], "--files-from: no such file"],
+    ["a missing --policy file", (dir) => [dir, "--policy", join(dir, "absent.toml")], "--policy: no such file"],
+    ["a missing --organization-policy file", (dir) => [dir, "--organization-policy", join(dir, "absent.toml")], "--organization-policy: no such file"],
+    ["a directory that does not exist", (dir) => [join(dir, "absent")], "no such directory"],
+    ["a file given as the directory", (dir) => [join(dir, "CODEOWNERS")], "not a directory"],
+    ["two directories", (dir) => [dir, dir], "only one directory may be given"],
+  ];
+  for (const [name, args, message] of cases) {
+    test(name, async () => {
+      const result = await validate(args(repository(CLEAN)));
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).toContain("usage: service validate");
+      expect(result.stdout).toBe("");
+    });
+  }
+
+  test("--help prints the usage on stdout and exits 0", async () => {
+    const result = await validate(["--help"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toStartWith("usage: service validate");
+  });
+});
+
+describe("formats", () => {
+  const files = { ...CLEAN, CODEOWNERS: "* @acme/core\n/src/ bob\n/nothing/ @x\n", "docs/CODEOWNERS": "* @d\n", [POLICY]: "schema_version = 1\nenabled = yes\n" };
+
+  test("text groups findings under their file, with lines and kinds, and ends with the summary", async () => {
+    const dir = repository(files);
+    writeFileSync(join(dir, "tree.txt"), "a.ts\nsrc/b.ts\n");
+    const result = await validate([dir, "--files-from", join(dir, "tree.txt")]);
+    expect(result.lines).toEqual([
+      ".forge/service-policy.toml",
+      "  line 2: error: line 2, column 11: Invalid TOML document: invalid value [policy_error]",
+      "CODEOWNERS",
+      "  line 2: error: invalid owner 'bob' [invalid_codeowners_line]",
+      "  line 3: warning: '/nothing/' matches no path of the tree [rule_owns_nothing]",
+      "docs/CODEOWNERS",
+      "  warning: the service reads CODEOWNERS, which takes precedence; this file is ignored [shadowed_codeowners]",
+      "2 errors, 2 warnings, 0 notices (CODEOWNERS: 2 rules; 2 paths checked, 0 unowned)",
+    ]);
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("json prints the documented shape: format, version, exit code, findings and summary", async () => {
+    const dir = repository(files);
+    const result = await validate([dir, "--format", "json", "--files-from", "-"], { stdin: async () => "a.ts\nsrc/b.ts\n" });
+    const document = JSON.parse(result.stdout);
+    expect(Object.keys(document)).toEqual(["format", "version", "exitCode", "findings", "summary"]);
+    expect(document).toMatchObject({ format: "service-validate", version: 1, exitCode: 1 });
+    expect(document.findings[1]).toEqual({ kind: "invalid_codeowners_line", severity: "error", file: "CODEOWNERS", line: 2, message: "invalid owner 'bob'" });
+    expect(document.findings.map((finding: { kind: string }) => finding.kind)).toEqual(["policy_error", "invalid_codeowners_line", "rule_owns_nothing", "shadowed_codeowners"]);
+    expect(document.summary).toEqual({ errors: 2, warnings: 2, notices: 0, codeowners: "CODEOWNERS", rules: 2, paths: 2, unownedPaths: 0, matchSteps: document.summary.matchSteps });
+    expect(document.summary.matchSteps).toBeGreaterThan(0);
+  });
+
+  test("github prints one workflow command per finding, then the summary", async () => {
+    const result = await validate([repository(files), "--format", "github"]);
+    expect(result.lines).toEqual([
+      "::error file=.forge/service-policy.toml,line=2,title=policy_error::line 2, column 11: Invalid TOML document: invalid value",
+      "::error file=CODEOWNERS,line=2,title=invalid_codeowners_line::invalid owner 'bob'",
+      "::warning file=docs/CODEOWNERS,title=shadowed_codeowners::the service reads CODEOWNERS, which takes precedence; this file is ignored",
+      "2 errors, 1 warning, 0 notices (CODEOWNERS: 2 rules)",
+    ]);
+  });
+
+  test("github escapes '%' in the message and ',', ':' and '%' in properties; a line break never reaches the runner raw", () => {
+    const line = githubAnnotation({ kind: "unowned_paths", severity: "warning", file: "a,b:c%d.txt", line: 3, message: "100% of\r\nx:y,z" });
+    expect(line).toBe("::warning file=a%2Cb%3Ac%25d.txt,line=3,title=unowned_paths::100%25 of\\u{000D}\\u{000A}x:y,z");
+    expect(githubAnnotation({ kind: "dead_rule", severity: "notice", file: null, line: null, message: "50%" })).toBe("::notice title=dead_rule::50%25");
+  });
+
+  test("a path with terminal escape codes is printed visibly, never raw", async () => {
+    const dir = repository({ ...CLEAN, CODEOWNERS: "/docs/ @a\n" });
+    const result = await validate([dir, "--files-from", "-"], { stdin: async () => "docs/ok.md\nevil\u001b[31m.txt\n" });
+    expect(result.stdout).toContain("evil\\u{001B}[31m.txt");
+    expect(result.stdout).not.toContain("\u001b");
+  });
+});
+
+describe("inputs", () => {
+  test("--files-from - reads the tree from standard input", async () => {
+    const dir = repository({ ...CLEAN, CODEOWNERS: "/src/ @a\n" });
+    const result = await validate([dir, "--files-from", "-", "--format", "json"], { stdin: async () => "src/a.ts\nREADME.md\n" });
+    expect(JSON.parse(result.stdout).summary).toMatchObject({ paths: 2, unownedPaths: 1 });
+  });
+
+  test("a NUL-separated list (git ls-files -z) and git's quoted paths are read as the paths they name", async () => {
+    expect(treePaths("a b.txt\0docs/\"q\".md\0")).toEqual(["a b.txt", 'docs/"q".md']);
+    expect(treePaths('"docs/caf\\303\\251.md"\n"tab\\there"\nplain\n')).toEqual(["docs/café.md", "tab\there", "plain"]);
+    expect(unquoteGitPath('"not\\qgit"')).toBe('"not\\qgit"');
+  });
+
+  test("--policy and --organization-policy are read from where they are given", async () => {
+    const dir = repository({ CODEOWNERS: "* @a\n" });
+    const elsewhere = repository({
+      "policy.toml": `${ENABLED}[[delegations]]\napp = "bot"\npaths = ["docs/**"]\n`,
+      "org.toml": 'schema_version = 1\n[[trusted_apps]]\nslug = "other"\napp_id = 1\n',
+    });
+    const result = await validate([dir, "--policy", join(elsewhere, "policy.toml"), "--organization-policy", join(elsewhere, "org.toml"), "--format", "json"]);
+    const document = JSON.parse(result.stdout);
+    expect(document.findings).toEqual([
+      { kind: "delegation_app_not_enrolled", severity: "error", file: join(elsewhere, "policy.toml"), line: 4, message: "delegations[0].app: App bot is not enrolled in the organization policy's trusted_apps" },
+    ]);
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("the CODEOWNERS location the service reads wins: .forge/CODEOWNERS before CODEOWNERS before docs/CODEOWNERS", async () => {
+    const dir = repository({ [POLICY]: ENABLED, "docs/CODEOWNERS": "* @d\n", CODEOWNERS: "!broken\n" });
+    const result = await validate([dir, "--format", "json"]);
+    expect(JSON.parse(result.stdout).summary.codeowners).toBe("CODEOWNERS");
+    writeFileSync(join(dir, ".forge", "CODEOWNERS"), "* @f\n");
+    const after = JSON.parse((await validate([dir, "--format", "json"])).stdout);
+    expect(after.summary.codeowners).toBe(".forge/CODEOWNERS");
+    expect(after.findings.map((f: { kind: string; file: string }) => [f.kind, f.file])).toEqual([["shadowed_codeowners", "CODEOWNERS"], ["shadowed_codeowners", "docs/CODEOWNERS"]]);
+  });
+});
