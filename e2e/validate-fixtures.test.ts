@@ -1,0 +1,171 @@
+// `service validate` over the project's own CODEOWNERS and policy fixtures (issue 19 item 4): what the validator calls an
+// error must be exactly what the service's evaluation rejects, line for line and message for message, and a fixture the
+// service accepts must come out clean. The service side is evaluate() on the same texts; the validator side is the command.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { runValidate } from "../server/commands/validate.ts";
+import { CODEOWNERS_LOCATIONS, DEFAULT_EVALUATION_SETTINGS, evaluate, plain, type CodeownersEvidence, type Evidence } from "../server/evaluation/index.ts";
+import * as core from "../server/evaluation/evidence-fixture.ts";
+import { MAX_CODEOWNERS_BYTES } from "../server/policy/bounds.ts";
+import * as playground from "../web/src/scenarios.ts";
+import { createScenario, generateAppKeys, POLICY_PATH } from "./forge/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "./forge/simulator.ts";
+
+interface Files {
+  readonly codeowners: Partial<Record<string, string>>;
+  readonly policy: string | null;
+  readonly organization: string | null;
+}
+
+type Judgment = readonly string[] | "not enabled";
+
+/** The reasons of the evaluation that judge the files themselves, as `code: detail` (or the code when it has no details). */
+const FILE_REASONS = new Set(["codeowners_invalid", "codeowners_too_large", "repository_policy_invalid", "organization_policy_invalid", "delegation_app_not_enrolled"]);
+
+function serviceJudgment(files: Files): Judgment {
+  const codeowners: CodeownersEvidence = {};
+  for (const location of CODEOWNERS_LOCATIONS) {
+    const text = files.codeowners[location];
+    codeowners[location] = text === undefined ? { kind: "missing" } : core.found(location, text);
+  }
+  const evidence: Evidence = {
+    ...core.baseEvidence(),
+    codeowners,
+    repositoryPolicy: files.policy === null ? { kind: "missing" } : core.found(POLICY_PATH, files.policy),
+    organizationPolicy: files.organization === null ? { kind: "missing" } : core.found(POLICY_PATH, files.organization),
+  };
+  const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+  if (decision.kind === "not_enabled") return "not enabled";
+  return decision.reasons
+    .filter((reason) => FILE_REASONS.has(reason.code))
+    .flatMap((reason) => ((reason.details ?? []).length > 0 ? reason.details!.map((detail) => `${reason.code}: ${plain(detail)}`) : [reason.code]))
+    .sort();
+}
+
+interface Finding {
+  kind: string;
+  severity: string;
+  file: string | null;
+  line: number | null;
+  message: string;
+}
+
+let root: string;
+let counter = 0;
+
+async function runValidator(files: Files, tree?: readonly string[]): Promise<{ exitCode: number; findings: Finding[] }> {
+  const dir = join(root, `repo-${++counter}`);
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  };
+  for (const [location, text] of Object.entries(files.codeowners)) write(join(dir, location), text!);
+  if (files.policy !== null) write(join(dir, POLICY_PATH), files.policy);
+  const args = [dir, "--format", "json"];
+  if (files.organization !== null) {
+    write(join(root, `organization-${counter}`, POLICY_PATH), files.organization);
+    args.push("--organization-policy", join(root, `organization-${counter}`, POLICY_PATH));
+  }
+  if (tree !== undefined) args.push("--files-from", "-");
+  const stdout: string[] = [];
+  const exitCode = await runValidate(args, { stdout: (line) => stdout.push(line), stderr: () => {} }, { stdin: async () => (tree ?? []).join("\n") });
+  return { exitCode, findings: JSON.parse(stdout.join("\n")).findings };
+}
+
+/** The validator's errors in the evaluation's terms: the reason code of the file, and its detail. */
+function validatorJudgment(findings: readonly Finding[]): Judgment {
+  if (findings.some((finding) => finding.kind === "policy_not_enabled")) return "not enabled";
+  return findings
+    .filter((finding) => finding.severity === "error")
+    .map((finding) => {
+      if (finding.kind === "delegation_app_not_enrolled") return `delegation_app_not_enrolled: ${finding.message}`;
+      if ((CODEOWNERS_LOCATIONS as readonly (string | null)[]).includes(finding.file)) {
+        return finding.line === null ? "codeowners_too_large" : `codeowners_invalid: line ${finding.line}: ${finding.message}`;
+      }
+      const code = finding.file === POLICY_PATH ? "repository_policy_invalid" : "organization_policy_invalid";
+      // The evaluation checks a policy's size itself and names no field; the validator's hint on trusted_apps is its own.
+      return finding.kind === "bound_exceeded" ? code : `${code}: ${finding.message.replace(/ \(a repository policy cannot enroll Apps.*\)$/, "")}`;
+    })
+    .sort();
+}
+
+const ENABLED = core.ENABLED_POLICY;
+const CASES: readonly [string, Files][] = [
+  ["the decision core's base fixture", { codeowners: { CODEOWNERS: core.BASE_CODEOWNERS }, policy: ENABLED, organization: core.BASE_ORGANIZATION_POLICY }],
+  ["the decision core's delegation fixture", { codeowners: { CODEOWNERS: core.BASE_CODEOWNERS }, policy: core.delegationPolicy(["docs/**", "/Makefile"]), organization: core.BASE_ORGANIZATION_POLICY }],
+  ["the playground's base scenario", { codeowners: { CODEOWNERS: playground.BASE_CODEOWNERS }, policy: playground.BASE_REPOSITORY_POLICY, organization: playground.BASE_ORGANIZATION_POLICY }],
+  ["the evaluation tests' invalid lines", { codeowners: { CODEOWNERS: "* @alice\n\n*.[ch] @bob\n!x @a\n/src/ bob\na#b @c\n/x/ @acme/core @acme\n" }, policy: ENABLED, organization: null }],
+  ["an invalid file at a location the service does not read", { codeowners: { ".forge/CODEOWNERS": "* @a\n", "docs/CODEOWNERS": "!x @a\n" }, policy: ENABLED, organization: null }],
+  ["a code-owners file at the size bound", { codeowners: { CODEOWNERS: "* @alice\n" + "#".repeat(MAX_CODEOWNERS_BYTES - 10) + "\n" }, policy: ENABLED, organization: null }],
+  ["a repository policy with schema errors", { codeowners: { CODEOWNERS: "* @a\n" }, policy: "schema_version = 9\nenabled = true\nbogus = 1\n", organization: null }],
+  ["a repository policy that enrolls Apps", { codeowners: { CODEOWNERS: "* @a\n" }, policy: `${ENABLED}[[trusted_apps]]\nslug = "x"\napp_id = 1\n`, organization: null }],
+  ["a repository policy with a TOML syntax error", { codeowners: { CODEOWNERS: "* @a\n" }, policy: `${ENABLED}required_approvals = \n`, organization: null }],
+  ["a repository policy over the size bound", { codeowners: { CODEOWNERS: "* @a\n" }, policy: ENABLED + "#".repeat(70_000) + "\n", organization: null }],
+  ["invalid delegation patterns and owners", { codeowners: { CODEOWNERS: "* @a\n" }, policy: core.delegationPolicy(["docs/**", "!x", "a[b]"], 'owners = ["nope", "@ok"]'), organization: core.BASE_ORGANIZATION_POLICY }],
+  ["a delegation to an App the organization did not enroll", { codeowners: { CODEOWNERS: "* @a\n" }, policy: core.delegationPolicy(["docs/**"]).replace(`"${core.APP_SLUG}"`, '"other-bot"'), organization: core.BASE_ORGANIZATION_POLICY }],
+  ["an organization policy enrolling an App twice with an invalid guardrail", { codeowners: { CODEOWNERS: "* @a\n" }, policy: ENABLED, organization: `${core.BASE_ORGANIZATION_POLICY}`.replace('"/Makefile"', '"!Makefile"') + '[[trusted_apps]]\nslug = "docs-review-bot"\napp_id = 2\n' }],
+  ["a repository that opted out", { codeowners: { CODEOWNERS: "!x\n" }, policy: "schema_version = 1\nenabled = false\nbogus = 2\n", organization: null }],
+  ["a policy that does not enable the service", { codeowners: { CODEOWNERS: "* @a\n" }, policy: "schema_version = 1\n", organization: null }],
+  ["no repository policy", { codeowners: { CODEOWNERS: "* @a\n" }, policy: null, organization: null }],
+];
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "svc-validate-fixtures-"));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("the project's fixtures come out of service validate as the service judges them", () => {
+  for (const [name, files] of CASES) {
+    test(name, async () => {
+      const service = serviceJudgment(files);
+      const { exitCode, findings } = await runValidator(files);
+      expect(validatorJudgment(findings)).toEqual(service);
+      expect(exitCode).toBe(findings.some((finding) => finding.severity === "error") ? 1 : 0);
+    });
+  }
+
+  test("the cases cover both verdicts: clean fixtures and fixtures the service rejects", () => {
+    const verdicts = CASES.map(([, files]) => serviceJudgment(files));
+    expect(verdicts.filter((verdict) => verdict !== "not enabled" && verdict.length === 0).length).toBeGreaterThanOrEqual(3);
+    expect(verdicts.filter((verdict) => verdict !== "not enabled" && verdict.length > 0).length).toBeGreaterThanOrEqual(8);
+  });
+});
+
+describe("the forge simulator's scenario repository", () => {
+  let sim: ForgeSimulator;
+  beforeAll(() => {
+    sim = startForgeSimulator({});
+  });
+  afterAll(() => sim.stop());
+
+  test("its files are clean for the validator, as for the service, over the pull request's tree", async () => {
+    await createScenario(sim, { keys: generateAppKeys() });
+    const state = sim.control.state;
+    const treeAt = (owner: string, name: string, branch: string) => {
+      const repository = state.repo(owner, name)!;
+      return state.commits.get(repository.branches.get(branch)!)!.tree;
+    };
+    const read = (tree: Map<string, string>, path: string) => {
+      const blob = tree.get(path);
+      return blob === undefined ? undefined : new TextDecoder().decode(state.blobs.get(blob));
+    };
+    const head = treeAt("acme", "web", "feature");
+    const organizationTree = treeAt("acme", ".forge", state.repo("acme", ".forge")!.defaultBranch);
+    const codeowners: Record<string, string> = {};
+    for (const location of CODEOWNERS_LOCATIONS) {
+      const text = read(head, location);
+      if (text !== undefined) codeowners[location] = text;
+    }
+    const files: Files = { codeowners, policy: read(head, POLICY_PATH) ?? null, organization: read(organizationTree, POLICY_PATH) ?? null };
+    expect(Object.keys(codeowners)).toEqual([".forge/CODEOWNERS"]);
+    expect(files.policy).toContain("[[delegations]]");
+    expect(files.organization).toContain("[[trusted_apps]]");
+
+    expect(serviceJudgment(files)).toEqual([]);
+    const { exitCode, findings } = await runValidator(files, [...head.keys()]);
+    expect(findings).toEqual([]);
+    expect(exitCode).toBe(0);
+  });
+});
