@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
@@ -156,6 +156,32 @@ describe("secrets", () => {
     for (const canary of [webhookSecret, dbPassword, ...keyBody.slice(0, 3), "PRIVATE KEY"]) {
       expect(everything).not.toContain(canary);
     }
+  });
+});
+
+describe("validate", () => {
+  test("validate runs offline with no settings: the tree on stdin, workflow annotations out, exit 1 on an invalid line", () => {
+    const repo = join(dir, "validate-repo");
+    mkdirSync(join(repo, ".forge"), { recursive: true });
+    writeFileSync(join(repo, "CODEOWNERS"), "* @acme/core\n/docs/ @acme/docs\n/src/ bob\n");
+    writeFileSync(join(repo, ".forge", "service-policy.toml"), "schema_version = 1\nenabled = true\n");
+    // A setting the service would reject proves validate never loads the configuration.
+    const env = { SERVICE_PORT: "not-a-port", SERVICE_DATABASE_URL: "postgresql://nowhere.invalid/x" };
+    const result = runBinary(["validate", "--files-from", "-", "--format", "github"], env, { cwd: repo, stdin: "CODEOWNERS\nREADME.md\nsrc/a.ts\n" });
+    expect(result.stdout.split("\n")).toEqual([
+      "::warning file=CODEOWNERS,line=2,title=rule_owns_nothing::'/docs/' matches no path of the tree",
+      "::error file=CODEOWNERS,line=3,title=invalid_codeowners_line::invalid owner 'bob'",
+      "1 error, 1 warning, 0 notices (CODEOWNERS: 2 rules; 3 paths checked, 0 unowned)",
+      "",
+    ]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toBe("");
+  });
+
+  test("validate with a bad format value exits 2 and says why", () => {
+    const result = runBinary(["validate", dir, "--format", "xml"], {});
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("--format must be text, json or github");
   });
 });
 

@@ -29,8 +29,9 @@ export function cleanEnv(): Record<string, string> {
 
 export type RunResult = { exitCode: number; stdout: string; stderr: string };
 
-export function runBinary(args: string[], env: Record<string, string>, options: { cwd?: string; binary?: string } = {}): RunResult {
-  const result = Bun.spawnSync([options.binary ?? BINARY, ...args], { cwd: options.cwd ?? "/", env: { ...cleanEnv(), ...env }, stdout: "pipe", stderr: "pipe" });
+export function runBinary(args: string[], env: Record<string, string>, options: { cwd?: string; binary?: string; stdin?: string } = {}): RunResult {
+  const stdin = options.stdin === undefined ? {} : { stdin: new TextEncoder().encode(options.stdin) };
+  const result = Bun.spawnSync([options.binary ?? BINARY, ...args], { cwd: options.cwd ?? "/", env: { ...cleanEnv(), ...env }, stdout: "pipe", stderr: "pipe", ...stdin });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
