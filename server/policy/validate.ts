@@ -135,18 +135,16 @@ export function validate(input: ValidationInput): ValidationReport {
   // Each matching step below is bounded: past the budget, what the step added so far is dropped (a rule reported as owning
   // nothing after half a tree would be wrong) and one finding says the validator stopped.
   const tree = input.tree === null ? null : [...new Set(input.tree.filter((path) => path !== ""))];
-  const bounded = (step: () => void): boolean => {
+  const bounded = (step: () => void): void => {
     const before = findings.length;
     try {
       step();
-      return true;
     } catch (error) {
       if (!(error instanceof MatchBudgetExceeded)) throw error;
       findings.length = before;
       if (!findings.some((finding) => finding.kind === "match_budget_exceeded")) {
         add("match_budget_exceeded", "error", null, null, `the checks stopped: matching needed more than ${budget.limit} steps (the validator's bound); patterns with many '**', or that match at any depth, cost the most`);
       }
-      return false;
     }
   };
   if (repository !== null) bounded(() => checkDelegations(input, tree, repository, organization, budget, add));
