@@ -10,8 +10,8 @@ import { CODEOWNERS_LOCATIONS, DEFAULT_EVALUATION_SETTINGS, evaluate, plain, typ
 import * as core from "../server/evaluation/evidence-fixture.ts";
 import { MAX_CODEOWNERS_BYTES } from "../server/policy/bounds.ts";
 import * as playground from "../web/src/scenarios.ts";
-import { createScenario, generateAppKeys, POLICY_PATH } from "./forge/scenario.ts";
-import { startForgeSimulator, type ForgeSimulator } from "./forge/simulator.ts";
+import { createScenario, generateAppKeys, POLICY_PATH } from "../server/simulator/scenario.ts";
+import { startForgeSimulator, type ForgeSimulator } from "../server/simulator/simulator.ts";
 
 interface Files {
   readonly codeowners: Partial<Record<string, string>>;
