@@ -15,6 +15,8 @@
 // - Logins are compared case-insensitively (as on the forge); record keys may use any case.
 // - Changes are additive only: other modules build against this file.
 
+import { CODEOWNERS_PATHS } from "../policy/non-delegable.ts";
+
 /** Why a list or fact is not available in full. */
 export type GapCause =
   /**
@@ -56,8 +58,8 @@ export type FileRead =
   | { readonly kind: "too_large"; readonly path: string; readonly bytes: number }
   | { readonly kind: "incomplete"; readonly cause: GapCause; readonly detail: string };
 
-/** The three standard code-owners locations, in precedence order (DESIGN 3.2 rule 1). */
-export const CODEOWNERS_LOCATIONS = [".forge/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] as const;
+/** The three standard code-owners locations, in precedence order (DESIGN 3.2 rule 1; the policy layer's list). */
+export const CODEOWNERS_LOCATIONS = CODEOWNERS_PATHS;
 export type CodeownersLocation = (typeof CODEOWNERS_LOCATIONS)[number];
 
 /**

@@ -6,6 +6,7 @@ import type { MatchBudget } from "./match-budget.ts";
 import { compilePattern, literalPathPattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
 
+/** The three standard code-owners locations, in precedence order (DESIGN 3.2 rule 1): the one list the service reads by. */
 export const CODEOWNERS_PATHS = [".forge/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] as const;
 export const BUILT_IN_NON_DELEGABLE_PATTERNS = ["/.forge/workflows/**", "/.forge/actions/**"] as const;
 
