@@ -1,39 +1,17 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { Scenario } from "../server/simulator/scenario.ts";
-import type { ForgeSimulator } from "../server/simulator/simulator.ts";
-import { BACKENDS, type TestDatabase } from "./support/databases.ts";
-import { CHECK_NAME, startForgeRig } from "./support/forge-rig.ts";
+import { BACKENDS } from "./support/databases.ts";
+import { type ReconcilerRig, startReconcilerRig, stopReconcilerRig } from "./support/forge-rig.ts";
 import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
-import { createMetrics } from "../server/observability/metrics.ts";
-import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
-import { all, type Store } from "../server/store/index.ts";
-import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../server/worker/worker.ts";
+import { all } from "../server/store/index.ts";
 
 /**
  * The reconciler against the forge simulator, with the real worker, on both backends: deliveries the service never received
  * (the forge does not retry them) are recovered by one scan, with the check the worker then publishes.
  */
 
-type Rig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+type Rig = ReconcilerRig;
 
-async function startRig(backend: (typeof BACKENDS)[number], reviewers: string[]): Promise<Rig> {
-  // No webhook URL anywhere: every delivery of the scenario is lost, as if the service had been down.
-  const { sim, scenario, database, store, forge, logs, log } = await startForgeRig(backend, reviewers);
-  const metrics = createMetrics();
-  const worker = createWorker(
-    {
-      store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
-    },
-    { ...DEFAULT_WORKER_OPTIONS, pollMs: 50, leaseMs: 30_000, retryCapSeconds: 5 },
-  );
-  worker.start();
-  const reconciler = createReconciler(
-    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() },
-    { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
-  );
-  return { sim, scenario, store, worker, reconciler, database, logs };
-}
+const startRig = (backend: (typeof BACKENDS)[number], reviewers: string[]) => startReconcilerRig(backend, reviewers);
 
 async function waitForCheck(rig: Rig, repo: string, headSha: string, conclusion: string, timeoutMs = 20_000) {
   const deadline = Date.now() + timeoutMs;
@@ -48,12 +26,7 @@ async function waitForCheck(rig: Rig, repo: string, headSha: string, conclusion:
 describe.each(BACKENDS)("reconciler against the forge simulator on %s", (backend) => {
   let rig: Rig | undefined;
   afterEach(async () => {
-    if (!rig) return;
-    await rig.reconciler.stop();
-    await rig.worker.stop();
-    await rig.store.close();
-    await rig.sim.stop();
-    await rig.database.drop();
+    if (rig) await stopReconcilerRig(rig);
     rig = undefined;
   });
 

@@ -1,45 +1,18 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { pino } from "pino";
-import { createScenario, generateAppKeys, type Scenario } from "../server/simulator/scenario.ts";
-import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { BACKENDS } from "./support/databases.ts";
+import { type ReconcilerRig, startReconcilerRig, stopReconcilerRig } from "./support/forge-rig.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
-import { createForgeClient } from "../server/forge/index.ts";
-import { createMetrics } from "../server/observability/metrics.ts";
-import { createReconciler, type Reconciler } from "../server/reconciler/index.ts";
-import { all, migrateDatabase, openStore, type Store, supersedeAndQueue } from "../server/store/index.ts";
-import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../server/worker/worker.ts";
+import { all, supersedeAndQueue } from "../server/store/index.ts";
 
 /**
  * The forge request economy (issue 18), counted on the simulator's request log, on both backends: a scan evaluates only what
  * may have changed, and a check write that would change nothing is not sent. No webhook reaches the service in the rig
  * (as in e2e/reconciler.test.ts), so every change below is found by a scan.
  */
-const CHECK_NAME = "Service / approval";
 
-type Rig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+type Rig = ReconcilerRig;
 
-async function startRig(backend: (typeof BACKENDS)[number], reviewers: string[]): Promise<Rig> {
-  const sim = startForgeSimulator({});
-  const scenario = await createScenario(sim, { keys: generateAppKeys(), reviewers });
-  const database = await createTestDatabase(backend);
-  await migrateDatabase(database.target, Date.now());
-  const store = openStore(database.target);
-  const logs: string[] = [];
-  const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
-  const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
-  const metrics = createMetrics();
-  const worker = createWorker(
-    {
-      store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
-    },
-    { ...DEFAULT_WORKER_OPTIONS, pollMs: 20, leaseMs: 30_000, retryCapSeconds: 2 },
-  );
-  worker.start();
-  const reconciler = createReconciler({ store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() }, { intervalMs: 300_000, retentionMs: 14 * 86_400_000 });
-  return { sim, scenario, store, worker, reconciler, database, logs };
-}
+const startRig = (backend: (typeof BACKENDS)[number], reviewers: string[]) => startReconcilerRig(backend, reviewers, { pollMs: 20, retryCapSeconds: 2 });
 
 const drained = (rig: Rig) => waitUntil(async () => (await rig.store.execute(() => all("select id from jobs"))).length === 0, "the queue to drain", 20_000);
 const checkRuns = (rig: Rig, headSha = rig.scenario.headSha) => rig.sim.control.checkRuns({ owner: rig.scenario.org, repo: rig.scenario.repo, headSha }) as Array<{ id: number; status: string; conclusion: string | null }>;
@@ -56,12 +29,7 @@ async function waitForConclusion(rig: Rig, conclusion: string, headSha = rig.sce
 describe.each(BACKENDS)("forge request economy on %s", (backend) => {
   let rig: Rig | undefined;
   afterEach(async () => {
-    if (!rig) return;
-    await rig.reconciler.stop();
-    await rig.worker.stop();
-    await rig.store.close();
-    await rig.sim.stop();
-    await rig.database.drop();
+    if (rig) await stopReconcilerRig(rig);
     rig = undefined;
   });
   const pr = () => ({ owner: rig!.scenario.org, repo: rig!.scenario.repo, number: rig!.scenario.pullNumber });

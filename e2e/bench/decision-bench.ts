@@ -18,20 +18,11 @@ import { backtrackingMatcher, DeadlineExceeded } from "./backtracking-baseline.t
 import { evaluate } from "../../server/evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "../../server/evaluation/evidence.ts";
 import { approve, baseEvidence, fiveStarRule, found, sixtyDeepPath as sixtyDeep, USERS, withFiles, withReviews } from "../../server/evaluation/evidence-fixture.ts";
+import { prng, time as timed } from "./timing.ts";
 
 const RUNS = 15;
 const WARMUP = 3;
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const EXTENSIONS = ["ts", "tsx", "js", "go", "py", "md", "proto", "yaml", "json", "sql", "rs", "java"];
 
@@ -92,22 +83,8 @@ function evidenceFor(text: string, files: readonly string[]): Evidence {
   return { ...evidence, codeowners: { ".forge/CODEOWNERS": found(".forge/CODEOWNERS", text) } };
 }
 
-function median(samples: number[]): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
-function time(work: () => unknown, runs = RUNS, warmup = WARMUP): { medianMs: number; minMs: number; maxMs: number } {
-  for (let i = 0; i < warmup; i++) work();
-  const samples: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    work();
-    samples.push(performance.now() - start);
-  }
-  const round = (value: number) => Math.round(value * 100) / 100;
-  return { medianMs: round(median(samples)), minMs: round(Math.min(...samples)), maxMs: round(Math.max(...samples)) };
-}
+const time = (work: () => unknown, runs = RUNS, warmup = WARMUP) => timed(work, runs, warmup);
 
 const files = changedFiles(2_999, 7);
 const text10k = codeowners(10_000, 42);

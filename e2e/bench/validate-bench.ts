@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { parseCodeowners } from "../../server/policy/codeowners.ts";
 import { validate } from "../../server/policy/validate.ts";
 import { BINARY, ensureBinary } from "../support/binary.ts";
+import { prng, time as timed } from "./timing.ts";
 
 const FILES = 10_000;
 const RULES = 2_000;
@@ -22,16 +23,6 @@ const RUNS = 9;
 const WARMUP = 2;
 const BINARY_RUNS = 3;
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const EXTENSIONS = ["ts", "tsx", "go", "py", "md", "proto", "yaml", "json", "sql", "rs"];
 
@@ -72,21 +63,8 @@ function codeowners(seed: number): string {
   return lines.join("\n") + "\n";
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
-function time(fn: () => void, runs = RUNS, warmup = WARMUP): number {
-  for (let i = 0; i < warmup; i++) fn();
-  const samples: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    fn();
-    samples.push(performance.now() - started);
-  }
-  return Math.round(median(samples) * 100) / 100;
-}
+const time = (work: () => unknown, runs = RUNS, warmup = WARMUP) => timed(work, runs, warmup).medianMs;
 
 const POLICY = 'schema_version = 1\nenabled = true\n[[delegations]]\napp = "docs-bot"\npaths = ["docs/**"]\n';
 const paths = tree(19);

@@ -1,6 +1,9 @@
 import { pino, type Logger } from "pino";
 import { createForgeClient, type ForgeClient } from "../../server/forge/index.ts";
+import { createMetrics } from "../../server/observability/metrics.ts";
+import { createReconciler, type Reconciler } from "../../server/reconciler/index.ts";
 import { migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
+import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../../server/worker/worker.ts";
 import { createScenario, generateAppKeys, type Scenario } from "../../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { type BackendName, createTestDatabase, type TestDatabase } from "./databases.ts";
@@ -24,4 +27,37 @@ export async function startForgeRig(backend: BackendName, reviewers: string[]): 
   const log = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
   const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: CHECK_NAME, logger: log });
   return { sim, scenario, database, store, forge, logs, log };
+}
+
+export type ReconcilerRig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+
+/**
+ * The forge rig with a running in-process worker and a reconciler whose scans the test runs (runOnce): no webhook reaches
+ * the service, as if it had been down, so every change is found by a scan. `pollMs` and `retryCapSeconds` tune the worker.
+ */
+export async function startReconcilerRig(backend: BackendName, reviewers: string[], options: { pollMs?: number; retryCapSeconds?: number } = {}): Promise<ReconcilerRig> {
+  const { sim, scenario, database, store, forge, logs, log } = await startForgeRig(backend, reviewers);
+  const metrics = createMetrics();
+  const worker = createWorker(
+    {
+      store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
+      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+    },
+    { ...DEFAULT_WORKER_OPTIONS, pollMs: options.pollMs ?? 50, leaseMs: 30_000, retryCapSeconds: options.retryCapSeconds ?? 5 },
+  );
+  worker.start();
+  const reconciler = createReconciler(
+    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() },
+    { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
+  );
+  return { sim, scenario, store, worker, reconciler, database, logs };
+}
+
+/** Stops what startReconcilerRig started and drops its database. */
+export async function stopReconcilerRig(rig: ReconcilerRig): Promise<void> {
+  await rig.reconciler.stop();
+  await rig.worker.stop();
+  await rig.store.close();
+  await rig.sim.stop();
+  await rig.database.drop();
 }
