@@ -4,7 +4,22 @@ import { inflatingLink } from "./hostile-state.ts";
 import { largeState } from "./large-state.ts";
 import { readState, readStateText } from "./read-state.ts";
 import { baseEvidence, SCENARIOS } from "./scenarios.ts";
-import { DEFAULT_SETTINGS, formatFiles, formatMemberships, parseFiles, parseMemberships, withCodeownersAt, codeownersFile, STATE_VERSION } from "./state.ts";
+import {
+  codeownersFile,
+  codeownersIn,
+  DEFAULT_SETTINGS,
+  formatFiles,
+  formatMemberships,
+  parseFiles,
+  parseMemberships,
+  STATE_VERSION,
+  withChangePreview,
+  withCodeownersAt,
+  withHeadCodeownersAt,
+  withoutChangePreview,
+  withRepositoryPolicy,
+  foundFile,
+} from "./state.ts";
 
 const base = () => SCENARIOS[0]!.build();
 
@@ -49,6 +64,65 @@ describe("URL fragment encoding", () => {
     expect(await decodeState("v1.d.!!!")).toEqual({ ok: false, error: "the link is damaged" });
     const notState = Buffer.from(JSON.stringify({ hello: 1 })).toString("base64url");
     expect(await decodeState(`v1.j.${notState}`)).toEqual({ ok: false, error: "neither a playground state nor an evidence document" });
+  });
+});
+
+/** The link of `{ version: 1, evidence: baseEvidence(), settings: DEFAULT_SETTINGS }`, made before the change preview existed. */
+const LINK_BEFORE_PREVIEW =
+  "v1.d.xVdZbxs5DP4rAvsWTOP4yDVAgZ57PDQpmu7uQ8YINBI9I1QjqZLGWW_g_76gZDdO4lxdLJqHwCOSH8lPlEhdwRx9UNZAOSwA50qiEQjl1ffff27IPTobVLR-QRr20qCHErjoEAowvEMo4VLJBmOAIsu_LBytnvqGG_UPjwS1LMD1Wn_Gbz2GSFCm72rCmowKaJHLs5ZDCZPZSBzjkB_WY7k_O9g7Gh7zUT0WE7mPB7ND-h7xcT2BAmoeMBsN65EYywmSweHwaHQ85pN6XxzIQzyaHe_xtXxl9BlnUELHlYECeB9b6ykgJaEc7u0VoG2jDJTgeKS4Q-SR8rEOyUB6PotQzrgOWIDmNeoA5fm0ANFy06D8RWkMUA6XBczyzysQtnMaCSb6HgtQETuyukoqKxqDFwPu3G5ikrz2geK0Us0USlhOl7Qdc4WXD2KSmrAS014kzd2Z9Q0O3p2-_3D618mHz2e0-FUZSfAqBGUaSnSrfGZ7I6EgMlooN3UKiPh3hBJesA9z9IvYKtMwYyPreBQtSlajtpfpv2kCi5bFFpmwHllE3u1WZodt_XtN5TUgxcpU5gV745xWIhUSo8xKhiq26NkbrQQy69lbW-9WZkAMboNLaq9rW2e891b0HZqYEMsUlbQirKMa0MfgnqhItkJBp-2CcDKEdegT4gZQUhlsBbJuhfMrGjJEyVK5lMzY2soFM4gyscad83aOBNisdQcV1WK9iFRf44Phcrl5VD9ZrcTi_l1cFURAP1cCX7qkvhttp693NYgWO36xuivYKzasDBpea5TsFaOSq4zHb73yKC9yiFyHrEdpfVmzWqeKWKzToMVr9tnM-jsbcH4uUWOTyZxOK8OdY69YBaT0Mh-Bl7WNFVSGMiKv51k62NmpYLpJzvDwaFmA3biM_i92KOtToxe5GjYcMsENMRYi44aqOeWYFjJ3Kcmg--a-LLlzF4p4H47Gk_3s6sQSVKIW5-hZiNxIpjKlDq3TyKyhYAKyRBO5bXrupedKh2lljDUXmepa48UmlblwicyCVTD4yL8iVectbkfjg2UBUnkU6w4hrNa8tp5Hmy-fdPi2kD3nuk_rDn26hKjhwKVXEYGqubb1k6247JRJVujp6n62M6sb_mQz6hyRugdZUpN4rr9b9fgRqROGVrmnEbZuSFxENX8SWVssHiNqi8ljJG0xeYSdOxZLOmCc2tgVfG8C9EGrD_Ls1ZzToQahbaBueeNCfNC0D23uoWTT3dyM5xN7e_uMjRfZ7i7rN2S36N2QJdh18_mZbPxA0TxIx012n8uGdT-VjB84Dj9Kxv1lk9lwOaJbjeOh4NKwS72kAOo7UN4xTsi1jX-E1RR5S-G8tnH6mIvjvb3h9UC9FaGAmN8Lb7NTmrh5h78hl5-uXwyPTNH_8TGxnCa3GKMyTXbVovh6kufyszwIsMFqhOE0B-Sp4NMTJgautb383QQUvcd36Y0QVu-H5fJf";
+
+describe("the change preview in the link", () => {
+  test("a link made before the change preview decodes to the same state, with no head files", async () => {
+    const decoded = await decodeState(LINK_BEFORE_PREVIEW);
+    expect(decoded).toEqual({ ok: true, state: { version: STATE_VERSION, evidence: baseEvidence(), settings: DEFAULT_SETTINGS } });
+    expect(decoded.ok && "headFiles" in decoded.state.evidence).toBe(false);
+  });
+
+  test("the second CODEOWNERS survives the link, location included", async () => {
+    const state = base();
+    const edited = { ...state, evidence: withHeadCodeownersAt(withChangePreview(state.evidence), ".forge/CODEOWNERS", "/src/ @carol\n/broken/ nobody\n") };
+    const decoded = await decodeState(await encodeState(edited));
+    expect(decoded).toEqual({ ok: true, state: edited });
+    expect(decoded.ok && codeownersIn(decoded.state.evidence.headFiles!.codeowners)?.location).toBe(".forge/CODEOWNERS");
+  });
+
+  test("damaged head files are refused, naming the field", () => {
+    const evidence = withChangePreview(baseEvidence());
+    expect(readState({ ...evidence, headFiles: null })).toEqual({ ok: false, error: "evidence.headFiles must be an object" });
+    expect(readState({ ...evidence, headFiles: { ...evidence.headFiles, codeowners: { "lib/CODEOWNERS": { kind: "missing" } } } })).toEqual({
+      ok: false,
+      error: "evidence.headFiles.codeowners has an unknown location lib/CODEOWNERS",
+    });
+    expect(readState({ ...evidence, headFiles: { codeowners: evidence.codeowners, repositoryPolicy: { kind: "found", path: "x" } } })).toEqual({
+      ok: false,
+      error: "evidence.headFiles.repositoryPolicy.text must be a string",
+    });
+  });
+});
+
+describe("editing the change preview", () => {
+  test("adding the preview starts the head from the base's files; removing it restores the evidence exactly", () => {
+    const evidence = baseEvidence();
+    const previewed = withChangePreview(evidence);
+    expect(previewed.headFiles).toEqual({ codeowners: evidence.codeowners, repositoryPolicy: evidence.repositoryPolicy });
+    expect(withoutChangePreview(withHeadCodeownersAt(previewed, "CODEOWNERS", "* @zed\n"))).toEqual(evidence);
+  });
+
+  test("editing the head's CODEOWNERS leaves the base's, which the decision reads, as it was", () => {
+    const evidence = withChangePreview(baseEvidence());
+    const edited = withHeadCodeownersAt(evidence, "docs/CODEOWNERS", "* @zed\n");
+    expect(edited.codeowners).toEqual(evidence.codeowners);
+    expect(codeownersIn(edited.headFiles!.codeowners)).toEqual({ location: "docs/CODEOWNERS", read: foundFile("docs/CODEOWNERS", "* @zed\n") });
+    expect(edited.headFiles!.codeowners.CODEOWNERS).toEqual({ kind: "missing" });
+  });
+
+  test("the head's repository policy follows the base's while the pull request leaves it alone, and only then", () => {
+    const evidence = withChangePreview(baseEvidence());
+    const stricter = foundFile(DEFAULT_SETTINGS.policyPath, "schema_version = 1\nenabled = true\nrequired_approvals = 2\n");
+    expect(withRepositoryPolicy(evidence, stricter).headFiles!.repositoryPolicy).toEqual(stricter);
+    const changedByPullRequest = { ...evidence, headFiles: { ...evidence.headFiles!, repositoryPolicy: { kind: "missing" as const } } };
+    expect(withRepositoryPolicy(changedByPullRequest, stricter).headFiles!.repositoryPolicy).toEqual({ kind: "missing" });
+    expect("headFiles" in withRepositoryPolicy(baseEvidence(), stricter)).toBe(false);
   });
 });
 

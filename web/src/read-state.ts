@@ -13,6 +13,7 @@ const str: Check = (v, at) => (typeof v === "string" ? null : `${at} must be a s
 const num: Check = (v, at) => (typeof v === "number" && Number.isFinite(v) ? null : `${at} must be a number`);
 const bool: Check = (v, at) => (typeof v === "boolean" ? null : `${at} must be true or false`);
 const nullable = (check: Check): Check => (v, at) => (v === null || v === undefined ? null : check(v, at));
+const optional = (check: Check): Check => (v, at) => (v === undefined ? null : check(v, at));
 const list = (item: Check): Check => (v, at) => {
   if (!Array.isArray(v)) return `${at} must be a list`;
   for (let i = 0; i < v.length; i++) {
@@ -55,6 +56,11 @@ const fileRead: Check = (v, at) => {
   if (v.kind === "incomplete") return object({ cause: oneOf("transient", "over_bound", "inconsistent"), detail: str })(v, at);
   return `${at}.kind must be found, missing, too_large or incomplete`;
 };
+const codeowners: Check = (v, at) => {
+  if (!isObject(v)) return `${at} must be an object`;
+  for (const key of Object.keys(v)) if (!(CODEOWNERS_LOCATIONS as readonly string[]).includes(key)) return `${at} has an unknown location ${key}`;
+  return record(fileRead)(v, at);
+};
 const user = object({ id: num, login: str, type: str });
 const state = object({ state: str });
 
@@ -74,11 +80,7 @@ const evidenceCheck = object({
   }),
   files: listed(object({ filename: str, status: str, previousFilename: nullable(str) })),
   reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str) })),
-  codeowners: (v, at) => {
-    if (!isObject(v)) return `${at} must be an object`;
-    for (const key of Object.keys(v)) if (!(CODEOWNERS_LOCATIONS as readonly string[]).includes(key)) return `${at} has an unknown location ${key}`;
-    return record(fileRead)(v, at);
-  },
+  codeowners,
   repositoryPolicy: fileRead,
   organizationPolicy: fileRead,
   directory: object({
@@ -89,6 +91,8 @@ const evidenceCheck = object({
     botUsers: record(lookup(user)),
   }),
   sameHeadPullRequests: listed(object({ number: num, headSha: str })),
+  // The head's policy files (the change preview); absent in links and documents of a pull request that changes none.
+  headFiles: optional(object({ codeowners, repositoryPolicy: fileRead })),
 });
 
 const settingsCheck = object({ checkName: str, policyPath: str, allowInsecureChanges: bool });

@@ -5,6 +5,7 @@ import {
   CODEOWNERS_LOCATIONS,
   DEFAULT_EVALUATION_SETTINGS,
   type ChangedFile,
+  type CodeownersEvidence,
   type CodeownersLocation,
   type EvaluationSettings,
   type Evidence,
@@ -28,16 +29,21 @@ export const foundFile = (path: string, text: string): FileRead => ({ kind: "fou
 
 /** The code-owners file the evidence holds: its location and text, or null when every location is missing. */
 export function codeownersFile(evidence: Evidence): { location: CodeownersLocation; read: FileRead } | null {
+  return codeownersIn(evidence.codeowners);
+}
+
+/** The code-owners file in force among `codeowners` (the first location not missing), or null. */
+export function codeownersIn(codeowners: CodeownersEvidence): { location: CodeownersLocation; read: FileRead } | null {
   for (const location of CODEOWNERS_LOCATIONS) {
-    const read = evidence.codeowners[location];
+    const read = codeowners[location];
     if (read === undefined) return null;
     if (read.kind !== "missing") return { location, read };
   }
   return null;
 }
 
-/** Puts `text` at `location`: the earlier locations read as missing (precedence, DESIGN 3.2 rule 1), later ones are unread. */
-export function withCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
+/** `text` at `location`: the earlier locations read as missing (precedence, DESIGN 3.2 rule 1), later ones are unread. */
+export function codeownersAt(location: CodeownersLocation | null, text: string): CodeownersEvidence {
   const codeowners: Partial<Record<CodeownersLocation, FileRead>> = {};
   for (const candidate of CODEOWNERS_LOCATIONS) {
     if (candidate === location) {
@@ -46,7 +52,42 @@ export function withCodeownersAt(evidence: Evidence, location: CodeownersLocatio
     }
     codeowners[candidate] = { kind: "missing" };
   }
-  return { ...evidence, codeowners };
+  return codeowners;
+}
+
+/** Puts `text` at `location` in the base's code-owners evidence (the file the decision uses). */
+export function withCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
+  return { ...evidence, codeowners: codeownersAt(location, text) };
+}
+
+// The change preview (issue 19 item 3): `evidence.headFiles` holds the policy files as the pull request's head has them, as
+// in an evidence document of `service explain --json`. Only the preview reads it; the decision keeps using the base files.
+// The playground edits the head's code-owners file; the head's repository policy is the base's unless a document says
+// otherwise, and follows edits of the base's policy while the two are the same (the pull request does not change it).
+
+/** Starts the preview with the head's files as the base has them (a pull request that changes no policy file yet). */
+export function withChangePreview(evidence: Evidence): Evidence {
+  return { ...evidence, headFiles: { codeowners: evidence.codeowners, repositoryPolicy: evidence.repositoryPolicy } };
+}
+
+export function withoutChangePreview(evidence: Evidence): Evidence {
+  const { headFiles: _, ...rest } = evidence;
+  return rest;
+}
+
+/** Puts `text` at `location` in the head's code-owners evidence; the evidence must hold head files (withChangePreview). */
+export function withHeadCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
+  const head = evidence.headFiles ?? { repositoryPolicy: evidence.repositoryPolicy };
+  return { ...evidence, headFiles: { ...head, codeowners: codeownersAt(location, text) } };
+}
+
+const sameRead = (a: FileRead, b: FileRead) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Sets the base's repository policy; the head's follows while it equals the base's (the pull request leaves it alone). */
+export function withRepositoryPolicy(evidence: Evidence, read: FileRead): Evidence {
+  const head = evidence.headFiles;
+  const follows = head !== undefined && sameRead(head.repositoryPolicy, evidence.repositoryPolicy);
+  return { ...evidence, repositoryPolicy: read, ...(follows ? { headFiles: { ...head, repositoryPolicy: read } } : {}) };
 }
 
 export const fileText = (read: FileRead): string => (read.kind === "found" ? read.text : "");
