@@ -9,7 +9,18 @@ import { LineEditor } from "./line-editor.tsx";
 import { FilesInput, PullRequestInputs, ReviewsInput } from "./pull-request-inputs.tsx";
 import { EVIDENCE_DOCUMENT_FORMAT, readStateText } from "./read-state.ts";
 import { DEFAULT_SCENARIO, SCENARIOS } from "./scenarios.ts";
-import { codeownersFile, fileText, foundFile, withCodeownersAt, type PlaygroundState } from "./state.ts";
+import {
+  codeownersFile,
+  codeownersIn,
+  fileText,
+  foundFile,
+  withChangePreview,
+  withCodeownersAt,
+  withHeadCodeownersAt,
+  withoutChangePreview,
+  withRepositoryPolicy,
+  type PlaygroundState,
+} from "./state.ts";
 import { useExplanation } from "./use-explanation.ts";
 
 const FRAGMENT_DELAY_MS = 50;
@@ -46,6 +57,7 @@ export function App() {
   const [scenarioId, setScenarioId] = useState<string>(DEFAULT_SCENARIO.id);
   const [query, setQuery] = useState("");
   const [highlight, setHighlight] = useState<{ line: number; n: number } | null>(null);
+  const [headHighlight, setHeadHighlight] = useState<{ line: number; n: number } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [importText, setImportText] = useState("");
   const [link, setLink] = useState("");
@@ -83,11 +95,21 @@ export function App() {
 
   const update = useCallback((change: (evidence: Evidence) => Evidence) => setState((s) => ({ ...s, evidence: change(s.evidence) })), []);
   const showLine = useCallback((line: number) => setHighlight((h) => ({ line, n: (h?.n ?? 0) + 1 })), []);
+  const showHeadLine = useCallback((line: number) => setHeadHighlight((h) => ({ line, n: (h?.n ?? 0) + 1 })), []);
 
   const file = codeownersFile(state.evidence);
   const location = file?.location ?? null;
   const codeownersText = file !== null ? fileText(file.read) : "";
   const marks = (explanation?.codeowners.errors ?? []).map((e) => ({ line: e.line, message: e.message }));
+  // The second CODEOWNERS: the head's, shown only while the change preview is on (evidence.headFiles).
+  const head = state.evidence.headFiles;
+  const headFile = head === undefined ? null : codeownersIn(head.codeowners);
+  const headLocation = headFile?.location ?? null;
+  const headText = headFile !== null ? fileText(headFile.read) : "";
+  const preview = explanation?.preview ?? null;
+  const headMarks =
+    preview?.kind === "preview" ? preview.invalid.filter((p) => p.line !== null && p.file === preview.codeownersPath.after).map((p) => ({ line: p.line!, message: p.message })) : [];
+  const headPolicyDiffers = head !== undefined && JSON.stringify(head.repositoryPolicy) !== JSON.stringify(state.evidence.repositoryPolicy);
 
   const importDocument = (text: string) => {
     const result = readStateText(text);
@@ -120,6 +142,7 @@ export function App() {
               setScenarioId(chosen.id);
               setState(chosen.build());
               setHighlight(null);
+              setHeadHighlight(null);
               setNotice(null);
             }}>
               <option value="" disabled>(edited or imported)</option>
@@ -160,11 +183,35 @@ export function App() {
               </ul>
             ) : null}
             <p className="hint" data-testid="rule-count">{explanation?.codeowners.rules ?? 0} rules. Last matching rule wins; a rule with no owners makes paths unowned.</p>
+            {head === undefined ? (
+              <button type="button" onClick={() => update(withChangePreview)}>Add CODEOWNERS after this pull request</button>
+            ) : (
+              <section aria-labelledby="h-codeowners-after">
+                <h3 id="h-codeowners-after">After this pull request</h3>
+                <p className="hint">
+                  The file as the pull request's head has it. The decision keeps using the file above (the base commit); what this one would change once merged is shown beside the decision.
+                </p>
+                <label>
+                  Location{" "}
+                  <select aria-label="CODEOWNERS location after this pull request" value={headLocation ?? "none"} onChange={(event) => update((e) => withHeadCodeownersAt(e, event.target.value === "none" ? null : (event.target.value as CodeownersLocation), headText))}>
+                    {CODEOWNERS_LOCATIONS.map((l) => <option key={l} value={l}>{l}</option>)}
+                    <option value="none">no code-owners file</option>
+                  </select>
+                </label>
+                {headFile !== null && headFile.read.kind === "found" ? (
+                  <LineEditor id="codeowners-after" label="CODEOWNERS after this pull request" value={headText} onChange={(text) => update((e) => withHeadCodeownersAt(e, headLocation, text))} marks={headMarks} highlight={headHighlight === null ? null : { line: headHighlight.line, request: headHighlight.n }} key={`after-${headLocation}`} />
+                ) : headFile !== null ? (
+                  <p className="warn">The code-owners file after this pull request was read as {headFile.read.kind}. <button type="button" onClick={() => update((e) => withHeadCodeownersAt(e, headLocation, ""))}>Replace it with an empty file</button></p>
+                ) : null}
+                {headPolicyDiffers ? <p className="hint">The repository policy after this pull request differs from the one below (as the loaded evidence document has it); the preview uses it.</p> : null}
+                <button type="button" onClick={() => { update(withoutChangePreview); setHeadHighlight(null); }}>Remove CODEOWNERS after this pull request</button>
+              </section>
+            )}
           </section>
 
           <section aria-labelledby="h-policies">
             <h2 id="h-policies">Policies</h2>
-            <PolicyInput id="repository-policy" name="Repository policy" path={state.settings.policyPath} read={state.evidence.repositoryPolicy} errors={explanation?.repositoryPolicyErrors ?? []} absentMeans="absent: the repository has not opted in" onChange={(read) => update((e) => ({ ...e, repositoryPolicy: read }))} />
+            <PolicyInput id="repository-policy" name="Repository policy" path={state.settings.policyPath} read={state.evidence.repositoryPolicy} errors={explanation?.repositoryPolicyErrors ?? []} absentMeans="absent: the repository has not opted in" onChange={(read) => update((e) => withRepositoryPolicy(e, read))} />
             <PolicyInput id="organization-policy" name="Organization policy" path={state.settings.policyPath} read={state.evidence.organizationPolicy} errors={explanation?.organizationPolicyErrors ?? []} absentMeans="absent: no trusted Apps, no guardrails" onChange={(read) => update((e) => ({ ...e, organizationPolicy: read }))} />
             <label className="inline">
               <input type="checkbox" checked={state.settings.allowInsecureChanges} onChange={(event) => setState((s) => ({ ...s, settings: { ...s.settings, allowInsecureChanges: event.target.checked } }))} />
@@ -231,9 +278,9 @@ export function App() {
           </section>
           <h2>Decision</h2>
           {error !== null ? <p className="notice" role="alert">The engine failed on this input: {error}</p> : null}
-          {explanation !== null ? <ExplanationView explanation={explanation} onLine={showLine} /> : <p>Evaluating…</p>}
+          {explanation !== null ? <ExplanationView explanation={explanation} onLine={showLine} onPreviewLine={showHeadLine} /> : <p>Evaluating…</p>}
           <p className="muted timing" data-testid="timing" data-busy={busy ? "true" : "false"} data-revision={revision}>
-            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms (engine ${explanation.phases.evaluate.toFixed(0)} ms, page extras ${explanation.phases.extras.toFixed(0)} ms)${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
+            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms (engine ${explanation.phases.evaluate.toFixed(0)} ms, page extras ${explanation.phases.extras.toFixed(0)} ms${explanation.preview !== null ? `, preview ${explanation.phases.preview.toFixed(0)} ms` : ""})${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
           </p>
         </div>
       </main>

@@ -1,8 +1,8 @@
 // What the page shows, computed from the state by the decision core only (runs in the Web Worker; pure, so also in tests).
 // The explanation is the Decision and its rendered check output; the extras are engine answers to questions the Decision
 // does not carry: which CODEOWNERS line owns a path (the same matcher evaluate() uses), which non-delegable rule covers a
-// path, and each file's own parse errors with their locations.
-import { evaluate, planLookups, renderCheck, type CheckOutput, type Decision, type LookupPlan } from "../../server/evaluation/index.ts";
+// path, each file's own parse errors with their locations, and the change preview of the head's files (issue 19 item 3).
+import { evaluate, planLookups, previewFromEvidence, renderCheck, t, type CheckOutput, type Decision, type LookupPlan, type PreviewResult } from "../../server/evaluation/index.ts";
 import { parseCodeowners, type CodeownersError, type ParsedCodeowners } from "../../server/policy/codeowners.ts";
 import { builtInNonDelegablePatterns } from "../../server/policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../../server/policy/pattern.ts";
@@ -43,9 +43,15 @@ export interface Explanation {
    * when some owner set has unresolved facts: planLookups analyses the pull request again, which costs as much as evaluate().
    */
   readonly plan: LookupPlan | null;
+  /**
+   * What the head's files (evidence.headFiles, the second CODEOWNERS editor) would change once merged: the service's own
+   * change preview, with the decision's bounds (one matching budget, the file-size limits). Null without head files. It is
+   * computed after the decision and apart from it, so it can neither change the decision nor fail it.
+   */
+  readonly preview: PreviewResult | null;
   readonly milliseconds: number;
-  /** Where the time went: evaluate() with renderCheck(), and the page's extras (line lookups, policy errors, plan). */
-  readonly phases: { readonly evaluate: number; readonly extras: number };
+  /** Where the time went: evaluate() with renderCheck(), the page's extras (line lookups, policy errors, plan), the preview. */
+  readonly phases: { readonly evaluate: number; readonly extras: number; readonly preview: number };
 }
 
 // The worker keeps the last parse: typing in another field does not re-parse a 10,000-rule file for the line lookups.
@@ -86,6 +92,15 @@ function fingerprint(text: string): string {
   return (hash >>> 0).toString(16);
 }
 
+function changePreview(state: PlaygroundState): PreviewResult | null {
+  try {
+    return previewFromEvidence(state.evidence, state.settings);
+  } catch {
+    // As in the worker: a defect in the preview must not cost the page its decision; the section says it is missing instead.
+    return { kind: "unavailable", why: t`the preview could not be computed` };
+  }
+}
+
 export function explain(state: PlaygroundState, query: string): Explanation {
   const started = performance.now();
   const decision = evaluate(state.evidence, state.settings);
@@ -113,7 +128,7 @@ export function explain(state: PlaygroundState, query: string): Explanation {
   const repoParsed = repo.kind === "found" ? parseRepositoryPolicy(repo.text) : null;
   const orgParsed = org.kind === "found" ? parseOrganizationPolicy(org.text) : null;
   const setPaths = decision.ownerSets.map((set) => set.paths.slice(0, MAX_LISTED_PATHS).map(ownership));
-  const result: Omit<Explanation, "milliseconds" | "phases"> = {
+  const result: Omit<Explanation, "milliseconds" | "phases" | "preview"> = {
     decision,
     check,
     codeowners: {
@@ -130,6 +145,8 @@ export function explain(state: PlaygroundState, query: string): Explanation {
     reviews: reviewEffects(state.evidence, state.settings, decision),
     plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings, state.evidence.directory) : null,
   };
+  const extras = performance.now();
+  const preview = changePreview(state);
   const finished = performance.now();
-  return { ...result, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: finished - evaluated } };
+  return { ...result, preview, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: extras - evaluated, preview: finished - extras } };
 }

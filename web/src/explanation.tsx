@@ -1,8 +1,8 @@
 // The explanation, rendered from the Decision (never re-derived): conclusion, the check run as the forge shows it, every
 // owner set with its paths and owning lines, approvals and why other reviews did not count, suggested reviewers and every
-// fail-closed reason.
+// fail-closed reason; beside it, the change preview of the second CODEOWNERS ("after this pull request", issue 19 item 3).
 import { memo, useState } from "react";
-import type { OwnerSetResult, Text } from "../../server/evaluation/index.ts";
+import type { OwnerSetLabel, OwnerSetResult, PreviewResult, Text } from "../../server/evaluation/index.ts";
 import type { Explanation, PathOwnership } from "./engine.ts";
 import { Markdown } from "./markdown.tsx";
 
@@ -87,7 +87,92 @@ function OwnerSetView({ set, index, paths, onLine }: OwnerSetProps) {
   );
 }
 
-export const ExplanationView = memo(function ExplanationView({ explanation, onLine }: { explanation: Explanation; onLine: (line: number) => void }) {
+// The change preview: what the second CODEOWNERS would do once merged, from the service's own previewFromEvidence() (the
+// section the check run gains). Its lists are already bounded by the core, with "and N more" for the rest.
+/** Owners or Apps shown per owner set before "and N more" (as the check output shortens them). */
+export const MAX_LABEL_NAMES = 10;
+
+function Names({ names }: { names: readonly string[] }) {
+  const shown = names.slice(0, MAX_LABEL_NAMES).map((name) => <code key={name}>{name}</code>);
+  return (
+    <>
+      {shown.reduce<React.ReactNode[]>((all, node, i) => (i === 0 ? [node] : [...all, " ", node]), [])}
+      {names.length > MAX_LABEL_NAMES ? ` and ${names.length - MAX_LABEL_NAMES} more` : null}
+    </>
+  );
+}
+
+function Label({ label }: { label: OwnerSetLabel }) {
+  return (
+    <span className="owner-label">
+      {label.owners.length === 0 ? <span className="muted">no owners</span> : <Names names={label.owners} />}
+      {label.apps.length > 0 ? <> (or App <Names names={label.apps} />)</> : null}
+    </span>
+  );
+}
+
+export const ChangePreviewView = memo(function ChangePreviewView({ preview, onLine }: { preview: PreviewResult; onLine: (line: number) => void }) {
+  const heading = <h3 id="h-preview">After this pull request <span className="muted">(a preview, not part of the decision, which uses the base commit's files)</span></h3>;
+  if (preview.kind === "unavailable") {
+    return (
+      <section className="preview" aria-labelledby="h-preview">
+        {heading}
+        <p className="warn" data-testid="preview-unavailable">The preview is left out: <TextView text={preview.why} />.</p>
+      </section>
+    );
+  }
+  const { before, after } = preview.codeownersPath;
+  const invalidCount = preview.invalid.length + preview.invalidOmitted;
+  const changeCount = preview.ownershipChanges.length + preview.ownershipChangesOmitted;
+  const quiet = invalidCount === 0 && preview.problems.length === 0 && preview.requiredApprovals === null && changeCount === 0 && preview.notes.length === 0;
+  return (
+    <section className="preview" aria-labelledby="h-preview">
+      {heading}
+      {before !== after ? <p>Code-owners file: <code>{before ?? "none"}</code> → <code>{after ?? "none"}</code></p> : null}
+      {invalidCount > 0 ? (
+        <>
+          <h4>Invalid after this pull request ({invalidCount})</h4>
+          <ul className="errors" aria-label="Invalid after this pull request">
+            {preview.invalid.map((problem, index) => (
+              <li key={index}>
+                <code>{problem.file}</code>{" "}
+                {problem.line === null ? null : problem.file === after ? (
+                  <button type="button" className="link" onClick={() => onLine(problem.line!)}>line {problem.line}</button>
+                ) : <>line {problem.line}</>}
+                : {problem.message}
+              </li>
+            ))}
+            {preview.invalidOmitted > 0 ? <li>and {preview.invalidOmitted} more</li> : null}
+          </ul>
+        </>
+      ) : null}
+      {preview.problems.length > 0 ? (
+        <>
+          <h4>Would fail after this pull request</h4>
+          <ul className="reasons">{preview.problems.map((reason, i) => <li key={i}><TextView text={reason.message} /></li>)}</ul>
+        </>
+      ) : null}
+      {preview.requiredApprovals !== null ? <p>Required approvals: {preview.requiredApprovals.before} → {preview.requiredApprovals.after}</p> : null}
+      {changeCount > 0 ? (
+        <>
+          <h4>Changed files whose owners would change ({changeCount})</h4>
+          <ul className="ownership-changes" aria-label="Owners that would change">
+            {preview.ownershipChanges.map((change) => (
+              <li key={change.path}>
+                <code>{change.path}</code>: <Label label={change.before} /> → <Label label={change.after} />
+              </li>
+            ))}
+            {preview.ownershipChangesOmitted > 0 ? <li className="muted">and {preview.ownershipChangesOmitted} more</li> : null}
+          </ul>
+        </>
+      ) : null}
+      {preview.notes.map((note, i) => <p key={i} className="warn"><TextView text={note} /></p>)}
+      {quiet ? <p data-testid="preview-quiet">The new file is valid and no changed file's owners would change.</p> : null}
+    </section>
+  );
+});
+
+export const ExplanationView = memo(function ExplanationView({ explanation, onLine, onPreviewLine }: { explanation: Explanation; onLine: (line: number) => void; onPreviewLine: (line: number) => void }) {
   const { decision, check } = explanation;
   const [raw, setRaw] = useState(false);
   const verdict = decision.kind === "conclusive" ? decision.conclusion! : decision.kind === "retry" ? "retry" : "not enabled";
@@ -120,6 +205,8 @@ export const ExplanationView = memo(function ExplanationView({ explanation, onLi
       {decision.suggestedReviewers.length > 0 ? (
         <p data-testid="suggested">Suggested reviewers: {decision.suggestedReviewers.map((owner) => <code key={owner}>{owner}</code>).reduce<React.ReactNode[]>((all, node, i) => (i === 0 ? [node] : [...all, ", ", node]), [])}</p>
       ) : null}
+
+      {explanation.preview !== null ? <ChangePreviewView preview={explanation.preview} onLine={onPreviewLine} /> : null}
 
       {decision.ownerSets.length > 0 || decision.kind === "conclusive" ? (
         <section aria-label="Owner sets">
