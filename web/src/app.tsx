@@ -280,7 +280,7 @@ export function App() {
           {error !== null ? <p className="notice" role="alert">The engine failed on this input: {error}</p> : null}
           {explanation !== null ? <ExplanationView explanation={explanation} onLine={showLine} onPreviewLine={showHeadLine} /> : <p>Evaluating…</p>}
           <p className="muted timing" data-testid="timing" data-busy={busy ? "true" : "false"} data-revision={revision}>
-            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms (engine ${explanation.phases.evaluate.toFixed(0)} ms, page extras ${explanation.phases.extras.toFixed(0)} ms${explanation.preview !== null ? `, preview ${explanation.phases.preview.toFixed(0)} ms` : ""})${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
+            {explanation !== null ? `Evaluated in ${explanation.milliseconds.toFixed(1)} ms (engine ${explanation.phases.evaluate.toFixed(0)} ms, page extras ${explanation.phases.extras.toFixed(0)} ms)${latency !== null ? `; ${latency.toFixed(0)} ms from the edit` : ""}.` : ""}
           </p>
         </div>
       </main>

@@ -5,6 +5,7 @@ import { MAX_CODEOWNERS_BYTES } from "../../server/policy/bounds.ts";
 import { explain } from "./engine.ts";
 import { ChangePreviewView, ExplanationView } from "./explanation.tsx";
 import { largeState } from "./large-state.ts";
+import { Markdown } from "./markdown.tsx";
 import { BASE_CODEOWNERS, SCENARIOS } from "./scenarios.ts";
 import { withChangePreview, withEvidence, withHeadCodeownersAt, type PlaygroundState } from "./state.ts";
 
@@ -27,9 +28,28 @@ describe("the change preview beside the decision", () => {
     const before = explain(state, "");
     const after = explain(edited, "");
     expect(after.decision).toEqual(before.decision);
-    expect(after.check).toEqual(before.check);
+    expect(after.check.title).toBe(before.check.title);
+    expect(after.check.text).toBe(before.check.text);
     expect(after.preview).toMatchObject({ kind: "preview", invalid: [], ownershipChanges: [{ path: "docs/guide.md", before: { owners: ["@acme/docs"] }, after: { owners: ["@olga"] } }], ownershipChangesOmitted: 0 });
     expect(page(edited)).toContain("docs/guide.md: @acme/docs (or App docs-review-bot) → @olga (or App docs-review-bot)");
+  });
+
+  test("the check run shown in the page gains the preview section after the decision's own summary, as the forge's does", () => {
+    const state = scenario("two-owner-sets");
+    const before = explain(state, "").check.summary;
+    const after = explain(withHead(state, BASE_CODEOWNERS.replace("/docs/                 @acme/docs", "/docs/ @olga")), "").check.summary;
+    expect(before).not.toContain("### Preview");
+    expect(after.startsWith(`${before}\n\n### Preview`)).toBe(true);
+    expect(after).toContain("<code>docs/guide\\.md</code>: <code>\\@acme/docs</code>");
+  });
+
+  test("the preview section of the check run renders without stray backslashes", () => {
+    const state = withHead(scenario("two-owner-sets"), `${BASE_CODEOWNERS.replace("/docs/                 @acme/docs", "/docs/ @olga")}/broken/ not-an-owner\n`);
+    const html = renderToStaticMarkup(<Markdown source={explain(state, "").check.summary} />);
+    expect(html).toContain("<h4>Preview: this pull request&#x27;s policy change</h4>");
+    expect(html).toContain("<code>docs/guide.md</code>: <code>@acme/docs</code>");
+    expect(text(html)).toContain("CODEOWNERS line 15: invalid owner 'not-an-owner'");
+    expect(html).not.toMatch(/\\[!-/:-@[-`{-~]/);
   });
 
   test("an unchanged second CODEOWNERS says nothing would change", () => {

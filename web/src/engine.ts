@@ -2,7 +2,7 @@
 // The explanation is the Decision and its rendered check output; the extras are engine answers to questions the Decision
 // does not carry: which CODEOWNERS line owns a path (the same matcher evaluate() uses), which non-delegable rule covers a
 // path, each file's own parse errors with their locations, and the change preview of the head's files (issue 19 item 3).
-import { evaluate, planLookups, previewFromEvidence, renderCheck, t, type CheckOutput, type Decision, type LookupPlan, type PreviewResult } from "../../server/evaluation/index.ts";
+import { decideCheck, planLookups, type CheckOutput, type Decision, type LookupPlan, type PreviewResult } from "../../server/evaluation/index.ts";
 import { parseCodeowners, type CodeownersError, type ParsedCodeowners } from "../../server/policy/codeowners.ts";
 import { builtInNonDelegablePatterns } from "../../server/policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../../server/policy/pattern.ts";
@@ -44,14 +44,14 @@ export interface Explanation {
    */
   readonly plan: LookupPlan | null;
   /**
-   * What the head's files (evidence.headFiles, the second CODEOWNERS editor) would change once merged: the service's own
-   * change preview, with the decision's bounds (one matching budget, the file-size limits). Null without head files. It is
-   * computed after the decision and apart from it, so it can neither change the decision nor fail it.
+   * What the head's files (evidence.headFiles, the second CODEOWNERS editor) would change once merged: the worker's own
+   * change preview (decideCheck), with the decision's bounds (one matching budget, the file-size limits), also appended to
+   * the check output. Null without head files or without a conclusive decision. It can neither change the decision nor fail it.
    */
   readonly preview: PreviewResult | null;
   readonly milliseconds: number;
-  /** Where the time went: evaluate() with renderCheck(), the page's extras (line lookups, policy errors, plan), the preview. */
-  readonly phases: { readonly evaluate: number; readonly extras: number; readonly preview: number };
+  /** Where the time went: decideCheck() (evaluate, the change preview, renderCheck), and the page's extras (line lookups, policy errors, plan). */
+  readonly phases: { readonly evaluate: number; readonly extras: number };
 }
 
 // The worker keeps the last parse: typing in another field does not re-parse a 10,000-rule file for the line lookups.
@@ -92,19 +92,10 @@ function fingerprint(text: string): string {
   return (hash >>> 0).toString(16);
 }
 
-function changePreview(state: PlaygroundState): PreviewResult | null {
-  try {
-    return previewFromEvidence(state.evidence, state.settings);
-  } catch {
-    // As in the worker: a defect in the preview must not cost the page its decision; the section says it is missing instead.
-    return { kind: "unavailable", why: t`the preview could not be computed` };
-  }
-}
-
 export function explain(state: PlaygroundState, query: string): Explanation {
   const started = performance.now();
-  const decision = evaluate(state.evidence, state.settings);
-  const check = renderCheck(decision);
+  // The worker's own call: the decision on the base's files, and the change preview of the head's when the evidence has them.
+  const { decision, preview, output: check } = decideCheck(state.evidence, state.settings);
   const evaluated = performance.now();
   const file = codeownersFile(state.evidence);
   const cached = file !== null && file.read.kind === "found" ? parsed(file.read.text) : null;
@@ -128,9 +119,10 @@ export function explain(state: PlaygroundState, query: string): Explanation {
   const repoParsed = repo.kind === "found" ? parseRepositoryPolicy(repo.text) : null;
   const orgParsed = org.kind === "found" ? parseOrganizationPolicy(org.text) : null;
   const setPaths = decision.ownerSets.map((set) => set.paths.slice(0, MAX_LISTED_PATHS).map(ownership));
-  const result: Omit<Explanation, "milliseconds" | "phases" | "preview"> = {
+  const result: Omit<Explanation, "milliseconds" | "phases"> = {
     decision,
     check,
+    preview,
     codeowners: {
       location: file?.location ?? null,
       rules: codeowners?.rules.length ?? 0,
@@ -145,8 +137,6 @@ export function explain(state: PlaygroundState, query: string): Explanation {
     reviews: reviewEffects(state.evidence, state.settings, decision),
     plan: decision.ownerSets.some((set) => set.unresolved.length > 0) ? planLookups(state.evidence, state.settings, state.evidence.directory) : null,
   };
-  const extras = performance.now();
-  const preview = changePreview(state);
   const finished = performance.now();
-  return { ...result, preview, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: extras - evaluated, preview: finished - extras } };
+  return { ...result, milliseconds: finished - started, phases: { evaluate: evaluated - started, extras: finished - evaluated } };
 }
