@@ -307,3 +307,61 @@ for (const [files, expectedTitle] of [
   await testInfo.attach("playground performance", { body: JSON.stringify(report, null, 2), contentType: "application/json" });
   expect(median).toBeLessThan(300);
 });
+
+test.describe("the change preview: a second CODEOWNERS, after this pull request", () => {
+  const headEditor = (page: Page) => page.getByLabel("CODEOWNERS after this pull request", { exact: true });
+  const ownershipChanges = (page: Page) => page.getByRole("list", { name: "Owners that would change" });
+
+  async function appendToHead(page: Page, text: string) {
+    await headEditor(page).click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type(text);
+  }
+
+  test("moving a changed file's owners shows path: before → after beside an unchanged decision, and survives a reload", async ({ page }) => {
+    await open(page, "two-owner-sets");
+    await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
+    await expect(headEditor(page)).toHaveCount(0);
+    await page.getByRole("button", { name: "Add CODEOWNERS after this pull request" }).click();
+    await expect(headEditor(page)).toHaveValue(await page.locator("#codeowners").inputValue());
+    await expect(page.getByText("The new file is valid and no changed file's owners would change.")).toBeVisible();
+
+    await appendToHead(page, "/docs/ @olga\n");
+    await expect(ownershipChanges(page)).toHaveText("docs/guide.md: @acme/docs (or App docs-review-bot) → @olga (or App docs-review-bot)");
+    // The decision still uses the base's CODEOWNERS: the docs team still owns docs/guide.md there.
+    await expect(conclusion(page)).toHaveText("failure");
+    await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
+    await expect(page.getByTestId("owner-set").filter({ hasText: "docs/guide.md" })).toContainText("Owners: @acme/docs");
+    await expect(page.getByTestId("owner-set").filter({ hasText: "@olga" })).toHaveCount(0);
+
+    const scan = await new AxeBuilder({ page }).include(".preview").include("#h-codeowners-after").analyze();
+    expect(scan.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
+
+    const link = page.getByLabel("Link to this state");
+    await expect(link).toHaveValue(/#v1\.d\./);
+    await expect.poll(async () => page.evaluate(() => window.location.href)).toBe(await link.inputValue());
+    await page.reload();
+    await expect(headEditor(page)).toHaveValue(/\/docs\/ @olga\n$/);
+    await expect(ownershipChanges(page)).toHaveText("docs/guide.md: @acme/docs (or App docs-review-bot) → @olga (or App docs-review-bot)");
+    await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
+
+    await page.getByRole("button", { name: "Remove CODEOWNERS after this pull request" }).click();
+    await expect(headEditor(page)).toHaveCount(0);
+    await expect(page.locator(".preview")).toHaveCount(0);
+  });
+
+  test("an invalid line of the second CODEOWNERS is reported with its line number, and the decision still succeeds", async ({ page }) => {
+    await open(page, "owner-approves-head");
+    await page.getByRole("button", { name: "Add CODEOWNERS after this pull request" }).click();
+    await appendToHead(page, "\n/broken/ not-an-owner");
+    const invalid = page.getByRole("list", { name: "Invalid after this pull request" });
+    await expect(invalid).toHaveText("CODEOWNERS line 16: invalid owner 'not-an-owner'");
+    await expect(page.locator("#h-codeowners-after ~ .line-editor .mark-error")).toContainText("invalid owner 'not-an-owner'");
+    await expect(conclusion(page)).toHaveText("success");
+    await expect(page.getByLabel("CODEOWNERS errors")).toHaveCount(0);
+
+    await invalid.getByRole("button", { name: "line 16" }).click();
+    const selected = await page.locator("#codeowners-after").evaluate((area: HTMLTextAreaElement) => area.value.slice(area.selectionStart, area.selectionEnd));
+    expect(selected).toBe("/broken/ not-an-owner");
+  });
+});
