@@ -333,6 +333,8 @@ test.describe("the change preview: a second CODEOWNERS, after this pull request"
     await expect(title(page)).toHaveText("1 of 2 owner sets not yet approved");
     await expect(page.getByTestId("owner-set").filter({ hasText: "docs/guide.md" })).toContainText("Owners: @acme/docs");
     await expect(page.getByTestId("owner-set").filter({ hasText: "@olga" })).toHaveCount(0);
+    // The check run as the forge shows it carries the same preview after the decision's summary.
+    await expect(page.getByRole("region", { name: "Check run" })).toContainText("Preview: this pull request's policy change");
 
     const scan = await new AxeBuilder({ page }).include(".preview").include("#h-codeowners-after").analyze();
     expect(scan.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
