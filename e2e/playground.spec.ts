@@ -365,5 +365,11 @@ test.describe("the change preview: a second CODEOWNERS, after this pull request"
     await invalid.getByRole("button", { name: "line 16" }).click();
     const selected = await page.locator("#codeowners-after").evaluate((area: HTMLTextAreaElement) => area.value.slice(area.selectionStart, area.selectionEnd));
     expect(selected).toBe("/broken/ not-an-owner");
+
+    // Like the worker, the page previews only a decision it would publish.
+    await page.getByLabel("Repository policy file present").uncheck();
+    await expect(conclusion(page)).toHaveText("not enabled");
+    await expect(page.getByTestId("no-preview")).toHaveText("No preview: the worker adds it only to a check it publishes, and this decision is not enabled.");
+    await expect(invalid).toHaveCount(0);
   });
 });

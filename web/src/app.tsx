@@ -203,6 +203,9 @@ export function App() {
                 ) : headFile !== null ? (
                   <p className="warn">The code-owners file after this pull request was read as {headFile.read.kind}. <button type="button" onClick={() => update((e) => withHeadCodeownersAt(e, headLocation, ""))}>Replace it with an empty file</button></p>
                 ) : null}
+                {explanation !== null && explanation.preview === null ? (
+                  <p className="hint" data-testid="no-preview">No preview: the worker adds it only to a check it publishes, and this decision is {explanation.decision.kind === "retry" ? "a retry" : "not enabled"}.</p>
+                ) : null}
                 {headPolicyDiffers ? <p className="hint">The repository policy after this pull request differs from the one below (as the loaded evidence document has it); the preview uses it.</p> : null}
                 <button type="button" onClick={() => { update(withoutChangePreview); setHeadHighlight(null); }}>Remove CODEOWNERS after this pull request</button>
               </section>
