@@ -7,6 +7,7 @@ import { encodeState } from "../web/src/codec.ts";
 import { HOSTILE_NAMES, hostileNamesState, inflatingLink } from "../web/src/hostile-state.ts";
 import { largeState } from "../web/src/large-state.ts";
 import { SCENARIOS } from "../web/src/scenarios.ts";
+import { withChangePreview, withHeadCodeownersAt } from "../web/src/state.ts";
 
 /**
  * The policy playground against the compiled binary (issue 10 item 9). The page runs the decision core in the browser: no
@@ -350,6 +351,17 @@ test.describe("the change preview: a second CODEOWNERS, after this pull request"
     await page.getByRole("button", { name: "Remove CODEOWNERS after this pull request" }).click();
     await expect(headEditor(page)).toHaveCount(0);
     await expect(page.locator(".preview")).toHaveCount(0);
+  });
+
+  test("an evidence document whose pull request changes CODEOWNERS opens with the second file and its preview", async ({ page }) => {
+    await open(page, "two-owner-sets");
+    const state = SCENARIOS.find((s) => s.id === "owner-approves-head")!.build();
+    const evidence = withHeadCodeownersAt(withChangePreview(state.evidence), "CODEOWNERS", "* @bob\n");
+    await page.getByLabel("Paste an evidence document").fill(JSON.stringify({ format: "service-evidence", version: 1, evidence, settings: state.settings }));
+    await page.getByRole("button", { name: "Load pasted document" }).click();
+    await expect(headEditor(page)).toHaveValue("* @bob\n");
+    await expect(ownershipChanges(page)).toHaveText("src/app.ts: @alice @bob → @bob");
+    await expect(conclusion(page)).toHaveText("success");
   });
 
   test("an invalid line of the second CODEOWNERS is reported with its line number, and the decision still succeeds", async ({ page }) => {

@@ -6,6 +6,7 @@ import { explain } from "./engine.ts";
 import { ChangePreviewView, ExplanationView } from "./explanation.tsx";
 import { largeState } from "./large-state.ts";
 import { Markdown } from "./markdown.tsx";
+import { EVIDENCE_DOCUMENT_FORMAT, readStateText } from "./read-state.ts";
 import { BASE_CODEOWNERS, SCENARIOS } from "./scenarios.ts";
 import { withChangePreview, withEvidence, withHeadCodeownersAt, type PlaygroundState } from "./state.ts";
 
@@ -50,6 +51,14 @@ describe("the change preview beside the decision", () => {
     expect(html).toContain("<code>docs/guide.md</code>: <code>@acme/docs</code>");
     expect(text(html)).toContain("CODEOWNERS line 15: invalid owner 'not-an-owner'");
     expect(html).not.toMatch(/\\[!-/:-@[-`{-~]/);
+  });
+
+  test("an evidence document whose pull request changes CODEOWNERS opens with the second file and its preview", () => {
+    const state = withHead(scenario("owner-approves-head"), "* @bob\n");
+    const read = readStateText(JSON.stringify({ format: EVIDENCE_DOCUMENT_FORMAT, version: 1, evidence: state.evidence, settings: state.settings }));
+    if (!read.ok) throw new Error(read.error);
+    expect(read.state.evidence.headFiles).toEqual(state.evidence.headFiles);
+    expect(explain(read.state, "").preview).toMatchObject({ kind: "preview", ownershipChanges: [{ path: "src/app.ts", before: { owners: ["@alice", "@bob"] }, after: { owners: ["@bob"] } }] });
   });
 
   test("an unchanged second CODEOWNERS says nothing would change", () => {
