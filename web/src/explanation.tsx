@@ -87,8 +87,6 @@ function OwnerSetView({ set, index, paths, onLine }: OwnerSetProps) {
   );
 }
 
-// The change preview: what the second CODEOWNERS would do once merged, from the service's own previewFromEvidence() (the
-// section the check run gains). Its lists are already bounded by the core, with "and N more" for the rest.
 /** Owners or Apps shown per owner set before "and N more" (as the check output shortens them). */
 export const MAX_LABEL_NAMES = 10;
 
@@ -111,6 +109,8 @@ function Label({ label }: { label: OwnerSetLabel }) {
   );
 }
 
+// The change preview: what the second CODEOWNERS would do once merged, from the worker's own decideCheck() (the section the
+// check run gains). Its lists are already bounded by the core, with "and N more" for the rest.
 export const ChangePreviewView = memo(function ChangePreviewView({ preview, onLine }: { preview: PreviewResult; onLine: (line: number) => void }) {
   const heading = <h3 id="h-preview">After this pull request <span className="muted">(a preview, not part of the decision, which uses the base commit's files)</span></h3>;
   if (preview.kind === "unavailable") {
@@ -135,10 +135,10 @@ export const ChangePreviewView = memo(function ChangePreviewView({ preview, onLi
           <ul className="errors" aria-label="Invalid after this pull request">
             {preview.invalid.map((problem, index) => (
               <li key={index}>
-                <code>{problem.file}</code>{" "}
+                <code>{problem.file}</code>
                 {problem.line === null ? null : problem.file === after ? (
-                  <button type="button" className="link" onClick={() => onLine(problem.line!)}>line {problem.line}</button>
-                ) : <>line {problem.line}</>}
+                  <> <button type="button" className="link" onClick={() => onLine(problem.line!)}>line {problem.line}</button></>
+                ) : <> line {problem.line}</>}
                 : {problem.message}
               </li>
             ))}
