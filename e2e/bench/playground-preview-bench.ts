@@ -9,21 +9,12 @@
 import { explain } from "../../web/src/engine.ts";
 import { largeCodeowners, largeState } from "../../web/src/large-state.ts";
 import { withChangePreview, withEvidence, withHeadCodeownersAt } from "../../web/src/state.ts";
+import { time } from "./timing.ts";
 
 const RUNS = 15;
 const WARMUP = 3;
 
-function median(run: () => void): number {
-  for (let i = 0; i < WARMUP; i++) run();
-  const samples: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const started = performance.now();
-    run();
-    samples.push(performance.now() - started);
-  }
-  samples.sort((a, b) => a - b);
-  return Math.round(samples[Math.floor(samples.length / 2)]! * 10) / 10;
-}
+const median = (run: () => void) => time(run, RUNS, WARMUP).medianMs;
 
 const state = largeState(10_000, 2_999);
 const text = largeCodeowners(10_000);
