@@ -78,6 +78,15 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(await h.count("jobs", `kind = 'evaluation' and head_sha = '${sha}'`)).toBe(1);
   });
 
+  test("a new head's check is created after a single listing of check runs, under the guard", async () => {
+    await setUp();
+    const from = sim.requests.length;
+    const { sha } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/once.ts": "export {};\n" } });
+    expect(checks(sha)).toHaveLength(1);
+    const onHead = sim.requests.slice(from).filter((r) => r.path.includes(sha) && r.path.endsWith("/check-runs")).map((r) => r.method);
+    expect(onHead).toEqual(["GET"]);
+  });
+
   test("a delivery for a head the pull request has left skips check creation and records work for the live head", async () => {
     await setUp();
     const oldHead = scenario.headSha;

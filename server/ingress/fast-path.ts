@@ -2,7 +2,7 @@ import type { ForgeClient } from "../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
 import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
-import { rememberCheck, resetCheck } from "./check-memory.ts";
+import { rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
 
 /**
  * The bounded synchronous invalidation after durable acceptance (spec "Managed check run", first row; "POST /webhooks/forge"
@@ -51,37 +51,54 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     return { reset: check !== null, liveHeadQueued: false };
   }
 
-  // Independent, issued together: the whole fast path must fit in a few seconds. A reset never depends on the pull request
-  // (any check on the head is reset); both are settled before the fast path goes on or fails, so nothing is left in flight.
-  const [pulled, located] = await Promise.allSettled([
-    forge.getPullRequest(installationId, owner, name, input.pullNumber, call), resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call),
-  ]);
-  if (located.status === "fulfilled" && located.value.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
+  // A remembered check is reset by its ID, issued together with the read of the pull request (the whole fast path must fit in
+  // a few seconds; both settle before it goes on or fails, so nothing is left in flight). With none remembered, the pull
+  // request comes first: when the check may be created here, the one listing happens under the guard (a listing before it
+  // as well would only repeat it), and otherwise any check the listing finds is reset.
+  const remembered = await rememberedCheck(memory, target);
+  const reading = forge.getPullRequest(installationId, owner, name, input.pullNumber, call);
+  const [pulled, located] = await Promise.allSettled([reading, remembered === null ? Promise.resolve(null) : resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call)]);
+  if (located.status === "fulfilled" && located.value?.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
   if (pulled.status === "rejected") throw pulled.reason;
   if (located.status === "rejected") throw located.reason;
   const pull = pulled.value;
-  const check = located.value.check;
   const current = pull.state === "open" && pull.headSha === input.headSha;
+  // Resets a check found by listing, unless the reset by a remembered ID above already looked (it lists when the forge says
+  // the remembered run is gone).
+  const resetListed = async () => {
+    if (located.value !== null) return false;
+    const listed = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+    if (listed.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
+    return listed.check !== null;
+  };
   let reset = false;
-  if (check) {
+  if (located.value !== null && located.value.check !== null) {
     reset = true;
-  } else if (current) {
+  } else if (!current) {
+    reset = await resetListed();
+  } else {
     const policy = await forge.readFile({ installationId, owner, repo: name, path: deps.policyPath, ref: pull.baseSha }, MAX_POLICY_FILE_BYTES, call);
-    if (policy.kind === "incomplete") throw new Error("repository policy could not be read within the fast path");
+    if (policy.kind === "incomplete") {
+      await resetListed();
+      throw new Error("repository policy could not be read within the fast path");
+    }
     const optedIn = policy.kind === "too_large" || (policy.kind === "found" && !repositoryPolicyOptsOut(policy.text));
-    if (optedIn) {
+    if (!optedIn) {
+      reset = await resetListed();
+    } else {
       // Creation happens under the head publication guard, as every creation does, so that two processes (or this fast
-      // path and a worker) never create two managed checks on one head; re-checked under the guard.
+      // path and a worker) never create two managed checks on one head; looked up under the guard (by a remembered ID, or
+      // listed when none is remembered), reset when found, created when not.
       const release = await store.acquirePublicationGuards(installationId, input.repository.repositoryId, input.headSha, deps.guardTimeoutMs);
       try {
-        // Another process may have created and remembered it meanwhile; resetCheck lists only when nothing is remembered.
-        const raced = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
-        if (raced.check === null) {
+        const found = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+        if (found.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
+        if (found.check === null) {
           const created = await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
           await rememberCheck(memory, target, created);
           deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
         } else {
-          await rememberCheck(memory, target, raced.check);
+          await rememberCheck(memory, target, found.check);
         }
       } finally {
         await release();
