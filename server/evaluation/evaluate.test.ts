@@ -322,7 +322,7 @@ describe("rule 4: human eligibility", () => {
     expect(planLookups(approved, settings)).toEqual({
       collaborators: ["__proto__", "constructor"],
       organizationMemberships: ["__proto__", "constructor"],
-      teams: ["acme/__proto__", "acme/hasOwnProperty"].map((name) => ({ team: name, members: names })),
+      teams: ["acme/__proto__", "acme/hasOwnProperty"].map((name) => ({ team: name, members: names, info: false })),
       apps: [],
       botUsers: [],
     });

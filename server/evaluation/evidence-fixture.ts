@@ -1,6 +1,6 @@
 // One base evidence fixture and small tweaks (STYLE 11: start from one base fixture and tweak it). Used by tests, the
 // benchmark and as a sample for the playground. The base case: one changed file owned by @alice, no reviews yet.
-import { DEFAULT_EVALUATION_SETTINGS, type ChangedFile, type DirectoryFacts, type Evidence, type FileRead, type Lookup, type Review } from "./evidence.ts";
+import { DEFAULT_EVALUATION_SETTINGS, type ChangedFile, type DirectoryFacts, type Evidence, type FileRead, type Lookup, type Review, type TeamFacts } from "./evidence.ts";
 import { NO_DIRECTORY_FACTS, planLookups } from "./plan-lookups.ts";
 
 export const HEAD = "a".repeat(40);
@@ -169,7 +169,12 @@ export function directoryFromPlan(evidence: Evidence): Evidence {
       organizationMemberships: { ...known.organizationMemberships, ...pick(full.organizationMemberships, plan.organizationMemberships) },
       teams: {
         ...known.teams,
-        ...Object.fromEntries(plan.teams.filter(({ team }) => Object.hasOwn(full.teams, team)).map(({ team, members }) => [team, { ...full.teams[team]!, memberships: { ...known.teams[team]?.memberships, ...pick(full.teams[team]!.memberships, members) } }])),
+        ...Object.fromEntries(plan.teams.filter(({ team }) => Object.hasOwn(full.teams, team)).map(({ team, members, info }) => {
+          // The team itself only when asked for (once a reviewer is an active member), as the forge fetcher does.
+          const source: Partial<TeamFacts> = info ? full.teams[team]! : (known.teams[team] ?? {});
+          const itself = { ...(source.team ? { team: source.team } : {}), ...(source.repository ? { repository: source.repository } : {}) };
+          return [team, { ...itself, memberships: { ...known.teams[team]?.memberships, ...pick(full.teams[team]!.memberships, members) } }];
+        })),
       },
       apps: { ...known.apps, ...pick(full.apps, plan.apps) },
       botUsers: { ...known.botUsers, ...pick(full.botUsers, plan.botUsers) },

@@ -128,12 +128,15 @@ export interface Membership {
   readonly state: string;
 }
 
-/** Everything known about one `@org/team` owner. */
+/**
+ * Everything known about one `@org/team` owner. The team's privacy and repository access matter only for a reviewer who is an
+ * active member, so they are looked up once one is (plan-lookups.ts); absent: not looked up (unknown, never "yes").
+ */
 export interface TeamFacts {
   /** `GET /orgs/{org}/teams/{slug}` → `privacy` ("closed" is visible; "secret" is not). */
-  readonly team: Lookup<{ readonly privacy: string }>;
+  readonly team?: Lookup<{ readonly privacy: string }>;
   /** Team-repository endpoint with the repository media type → `permissions.push`. */
-  readonly repository: Lookup<{ readonly push: boolean }>;
+  readonly repository?: Lookup<{ readonly push: boolean }>;
   /** Team memberships by reviewer login. */
   readonly memberships: Readonly<Record<string, Lookup<Membership>>>;
 }

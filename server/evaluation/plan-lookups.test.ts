@@ -32,8 +32,8 @@ describe("planLookups", () => {
     expect(plan.organizationMemberships).toEqual(["alice"]);
     // The docs set's App approval may satisfy it: alice's membership of acme/docs waits for the App's identity.
     expect(plan.teams).toEqual([
-      { team: "acme/core", members: ["alice", "bob"] },
-      { team: "acme/docs", members: ["bob"] },
+      { team: "acme/core", members: ["alice", "bob"], info: false },
+      { team: "acme/docs", members: ["bob"], info: false },
     ]);
     expect(plan.apps).toEqual(["docs-review-bot"]);
     expect(plan.botUsers).toEqual([BOT.login]);
@@ -59,14 +59,26 @@ describe("planLookups", () => {
     const eligible = { ...NO_DIRECTORY_FACTS, collaborators: { alice: FOUND_WRITE }, organizationMemberships: { alice: ACTIVE } };
     expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, eligible)).toEqual(NOTHING);
     const readOnly = { ...eligible, collaborators: { alice: { kind: "found" as const, value: { permission: "read" } } } };
-    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, readOnly)).toEqual({ ...NOTHING, teams: [{ team: "acme/core", members: ["alice"] }] });
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, readOnly)).toEqual({ ...NOTHING, teams: [{ team: "acme/core", members: ["alice"], info: false }] });
+  });
+
+  test("a team's privacy and repository access are looked up only once a reviewer is known to be an active member", () => {
+    const evidence = withReviews(withCodeowners(baseEvidence(), "* @acme/core\n"), approve(USERS.alice));
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS).teams).toEqual([{ team: "acme/core", members: ["alice"], info: false }]);
+    const notMember = { ...NO_DIRECTORY_FACTS, teams: { "acme/core": { memberships: { alice: { kind: "not_found" as const } } } } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, notMember)).toEqual(NOTHING);
+    expect(evaluate({ ...evidence, directory: { ...evidence.directory, ...notMember } }, DEFAULT_EVALUATION_SETTINGS).conclusion).toBe("failure");
+    const member = { ...NO_DIRECTORY_FACTS, teams: { "acme/core": { memberships: { alice: ACTIVE } } } };
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, member)).toEqual({ ...NOTHING, teams: [{ team: "acme/core", members: [], info: true }] });
+    // Without the team's own facts an active member never makes the set succeed.
+    expect(evaluate({ ...evidence, directory: { ...evidence.directory, ...member } }, DEFAULT_EVALUATION_SETTINGS).conclusion).not.toBe("success");
   });
 
   test("a set whose cheap routes cannot reach the required approvals asks for its teams at once", () => {
     const twoNeeded = withRepositoryPolicy(withCodeowners(baseEvidence(), "* @alice @acme/core\n"), `${ENABLED_POLICY}required_approvals = 2\n`);
     const plan = planLookups(withReviews(twoNeeded, approve(USERS.alice), approve(USERS.dave)), DEFAULT_EVALUATION_SETTINGS);
     expect(plan.collaborators).toEqual(["alice"]);
-    expect(plan.teams).toEqual([{ team: "acme/core", members: ["alice", "dave"] }]);
+    expect(plan.teams).toEqual([{ team: "acme/core", members: ["alice", "dave"], info: false }]);
   });
 
   test("a set already satisfied asks for no other approver, and a blocked set for nothing more", () => {
@@ -82,9 +94,9 @@ describe("planLookups", () => {
     const evidence = withReviews(withCodeowners(baseEvidence(), "* @alice @bob @acme/core\n"), approve(USERS.alice), review(USERS.bob, "CHANGES_REQUESTED"));
     const first = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
     expect(first.collaborators).toEqual(["alice", "bob"]);
-    expect(first.teams).toEqual([{ team: "acme/core", members: ["bob"] }]);
+    expect(first.teams).toEqual([{ team: "acme/core", members: ["bob"], info: false }]);
     const aliceOnly = { ...NO_DIRECTORY_FACTS, collaborators: { alice: FOUND_WRITE }, organizationMemberships: { alice: ACTIVE } };
-    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, aliceOnly)).toEqual({ ...NOTHING, collaborators: ["bob"], organizationMemberships: ["bob"], teams: [{ team: "acme/core", members: ["bob"] }] });
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, aliceOnly)).toEqual({ ...NOTHING, collaborators: ["bob"], organizationMemberships: ["bob"], teams: [{ team: "acme/core", members: ["bob"], info: false }] });
   });
 
   test("the facts a decided set did not need are reported as not looked up, and never turn a decision", () => {

@@ -7,8 +7,8 @@
 // - otherwise every changes-requested reviewer's every route into the set is needed (a blocker must never be missed);
 // - a set with enough approvals already proven needs no more approvers' facts; otherwise the cheap routes come first: the App
 //   identity of bot approvals and, for approvers the set names as users, that user's permission and membership; the set's
-//   teams (team, repository access, membership: three lookups) only when the cheap routes cannot make up the required
-//   approvals, or were looked up and did not.
+//   teams (membership, then team and repository access for an active member) only when the cheap routes cannot make up the
+//   required approvals, or were looked up and did not.
 // Facts stay fresh: every evaluation looks up what it needs (DESIGN 7.1); nothing here is a cache. A fact left out is absent
 // from the evidence, which evaluate() reads as unknown: it can only keep a set from succeeding, never make it succeed.
 import { ownerKind } from "../policy/codeowners.ts";
@@ -23,8 +23,11 @@ export interface LookupPlan {
   readonly collaborators: readonly string[];
   /** Logins needing `orgs/{owner}/memberships/{u}` (organization-owned repositories only). */
   readonly organizationMemberships: readonly string[];
-  /** Teams (`org/slug` as written after `@`) needing team, team-repository and these members' memberships. */
-  readonly teams: readonly { readonly team: string; readonly members: readonly string[] }[];
+  /**
+   * Teams (`org/slug` as written after `@`) needing these members' memberships and, with `info`, the team and its repository
+   * access: asked for only once a reviewer is known to be an active member (for anyone else they change nothing).
+   */
+  readonly teams: readonly { readonly team: string; readonly members: readonly string[]; readonly info: boolean }[];
   /** App slugs needing `GET /apps/{slug}`. */
   readonly apps: readonly string[];
   /** Bot logins `<slug>[bot]` needing `GET /users/{login}`. */
@@ -73,13 +76,15 @@ class PlanBuilder {
     const knownApp = has(known.apps);
     const knownBot = has(known.botUsers);
     const logins = [...this.users.values()].sort();
-    const teams: { team: string; members: string[] }[] = [];
+    const teams: { team: string; members: string[]; info: boolean }[] = [];
     for (const entry of this.teams.values()) {
       const facts = knownTeam.get(entry.team.toLowerCase());
       const member = facts ? has(facts.memberships) : () => false;
       const members = [...entry.members.values()].filter((login) => !member(login)).sort();
-      // A team already known (its privacy and repository access) is asked again only for members it does not have yet.
-      if (facts === undefined || members.length > 0) teams.push({ team: entry.team, members });
+      // Memberships first; the team itself (privacy, repository access) once one of these reviewers is an active member.
+      const active = facts !== undefined && [...entry.members.values()].some((login) => isActive(facts.memberships, login));
+      const info = active && (facts.team === undefined || facts.repository === undefined);
+      if (members.length > 0 || info) teams.push({ team: entry.team, members, info });
     }
     return {
       collaborators: logins.filter((login) => !knownCollaborator(login)),
@@ -89,6 +94,13 @@ class PlanBuilder {
       botUsers: [...this.bots].filter((login) => !knownBot(login)).sort(),
     };
   }
+}
+
+/** Whether the memberships record `login` (case-insensitively) as an active member. */
+function isActive(memberships: DirectoryFacts["teams"][string]["memberships"], login: string): boolean {
+  const key = Object.keys(memberships).find((candidate) => candidate.toLowerCase() === login.toLowerCase());
+  const lookup = key === undefined ? undefined : memberships[key];
+  return lookup?.kind === "found" && lookup.value.state === "active";
 }
 
 /** The routes through which `login` may be an owner of the set: `@login` itself and every team of the set. */

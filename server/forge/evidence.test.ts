@@ -3,6 +3,8 @@ import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLIC
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { GatherResult } from "./evidence.ts";
+import { DEFAULT_EVALUATION_SETTINGS } from "../evaluation/evidence.ts";
+import { planLookups } from "../evaluation/plan-lookups.ts";
 import { bufferLogger, clientFor, fixturePlan } from "./test-support.ts";
 
 let sim: ForgeSimulator;
@@ -216,7 +218,7 @@ describe("more bounds", () => {
     const many = Array.from({ length: MAX_RESOLVED_OWNERS + 50 }, (_, i) => `user-${i}`);
     sim.requests.length = 0;
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), {
-      planLookups: () => ({ collaborators: many, organizationMemberships: [], teams: [{ team: "acme/core", members: ["dave"] }], apps: [], botUsers: [] }),
+      planLookups: () => ({ collaborators: many, organizationMemberships: [], teams: [{ team: "acme/core", members: ["dave"], info: true }], apps: [], botUsers: [] }),
     })).evidence;
     expect(e.directory.teams["acme/core"]).toBeUndefined();
     expect(Object.keys(e.directory.collaborators)).toHaveLength(MAX_RESOLVED_OWNERS);
@@ -225,10 +227,29 @@ describe("more bounds", () => {
   });
 });
 
+test("a team's privacy and repository access are fetched only once an approver is an active member of it", async () => {
+  await sim.control.commit({ owner: s.org, repo: s.repo, branch: "team-facts", files: { "src/team-facts.ts": "x\n" } });
+  const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "team-facts", author: "erin" });
+  const plan = (evidence: Parameters<typeof planLookups>[0], known: Parameters<typeof planLookups>[2]) => planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, known);
+  const teamRequests = (from: number) => sim.requests.slice(from).map((r) => r.path).filter((path) => path.startsWith("/orgs/acme/teams/core")).sort();
+  // alice is no member of @acme/core (the src/ owners with @bob): her membership answers it, nothing else about the team.
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: "alice", state: "APPROVED" });
+  let from = sim.requests.length;
+  const first = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: plan })).evidence;
+  expect(teamRequests(from)).toEqual(["/orgs/acme/teams/core/memberships/alice"]);
+  expect(first.directory.teams["acme/core"]).toEqual({ memberships: { alice: { kind: "not_found" } } });
+  // dave is an active member: then the team's privacy and its access to the repository decide, and both are fetched.
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: "dave", state: "APPROVED" });
+  from = sim.requests.length;
+  const second = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: plan })).evidence;
+  expect(teamRequests(from)).toEqual(["/orgs/acme/teams/core", "/orgs/acme/teams/core/memberships/alice", "/orgs/acme/teams/core/memberships/dave", "/orgs/acme/teams/core/repos/acme/web"]);
+  expect(second.directory.teams["acme/core"]).toMatchObject({ team: { kind: "found" }, repository: { kind: "found" } });
+});
+
 test("logins, teams and slugs named __proto__ or constructor are looked up and kept as their own entries", async () => {
   const names = ["__proto__", "constructor", "hasOwnProperty"];
   const e = gathered(await clientFor(sim, s).gatherEvidence(request(), {
-    planLookups: () => ({ collaborators: names, organizationMemberships: names, teams: [{ team: "acme/__proto__", members: names }], apps: ["__proto__"], botUsers: ["__proto__"] }),
+    planLookups: () => ({ collaborators: names, organizationMemberships: names, teams: [{ team: "acme/__proto__", members: names, info: true }], apps: ["__proto__"], botUsers: ["__proto__"] }),
   })).evidence;
   const d = e.directory;
   for (const record of [d.collaborators, d.organizationMemberships, d.teams["acme/__proto__"]!.memberships]) {

@@ -217,7 +217,7 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   type Keyed<T> = Map<string, [string, T]>;
   const collaborators: Keyed<Lookup<{ permission: string }>> = new Map();
   const organizationMemberships: Keyed<Lookup<Membership>> = new Map();
-  type TeamLookups = { team: TeamFacts["team"]; repository: TeamFacts["repository"]; memberships: Keyed<Lookup<Membership>> };
+  type TeamLookups = { team?: TeamFacts["team"]; repository?: TeamFacts["repository"]; memberships: Keyed<Lookup<Membership>> };
   const teamFacts: Keyed<TeamLookups> = new Map();
   const appFacts: Keyed<Lookup<{ id: number; slug: string }>> = new Map();
   const botUsers: Keyed<Lookup<ForgeUser>> = new Map();
@@ -225,7 +225,7 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   const facts = (): DirectoryFacts => ({
     collaborators: record(collaborators, (v) => v),
     organizationMemberships: record(organizationMemberships, (v) => v),
-    teams: record(teamFacts, (f) => ({ team: f.team, repository: f.repository, memberships: record(f.memberships, (v) => v) })),
+    teams: record(teamFacts, (f) => ({ ...(f.team ? { team: f.team } : {}), ...(f.repository ? { repository: f.repository } : {}), memberships: record(f.memberships, (v) => v) })),
     apps: record(appFacts, (v) => v),
     botUsers: record(botUsers, (v) => v),
   });
@@ -252,19 +252,22 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
     for (const login of orgOwned ? next.organizationMemberships : []) {
       if (organizationMemberships.size < MAX_RESOLVED_OWNERS) lookUp(organizationMemberships, login, () => directory.organizationMembership(t, r.installationId, r.owner, login, call), tasks);
     }
-    for (const { team, members } of next.teams) {
+    for (const { team, members, info } of next.teams) {
       const [org, slug, extra] = team.split("/");
       if (!org || !slug || extra !== undefined) continue;
       if (!teamFacts.has(team.toLowerCase())) {
         if (!ownerBound()) continue;
         resolved++;
-        const lookups: TeamLookups = { team: { kind: "not_found" }, repository: { kind: "not_found" }, memberships: new Map() };
-        teamFacts.set(team.toLowerCase(), [team, lookups]);
+        teamFacts.set(team.toLowerCase(), [team, { memberships: new Map() }]);
+      }
+      const lookups = teamFacts.get(team.toLowerCase())![1];
+      if (info && lookups.team === undefined && lookups.repository === undefined) {
+        // Set before the fetch so that no later round asks again; filled in before the next round reads it.
+        lookups.team = lookups.repository = { kind: "incomplete", cause: "transient", detail: "being looked up" };
         tasks.push(async () => { lookups.team = await directory.team(t, r.installationId, org, slug, call); });
         tasks.push(async () => { lookups.repository = await directory.teamRepository(t, at, org, slug, call); });
       }
-      const memberships = teamFacts.get(team.toLowerCase())![1].memberships;
-      for (const login of members) lookUp(memberships, login, () => directory.teamMembership(t, r.installationId, org, slug, login, call), tasks);
+      for (const login of members) lookUp(lookups.memberships, login, () => directory.teamMembership(t, r.installationId, org, slug, login, call), tasks);
     }
     for (const slug of next.apps) if (appFacts.size < MAX_TRUSTED_APPS) lookUp(appFacts, slug, () => directory.appBySlug(t, r.installationId, slug, call), tasks);
     for (const login of next.botUsers) if (botUsers.size < MAX_TRUSTED_APPS) lookUp(botUsers, login, () => directory.user(t, r.installationId, login, call), tasks);

@@ -30,7 +30,7 @@ export function fixturePlan(evidence: Omit<Evidence, "directory">): LookupPlan {
   const users = [...new Set([...owners.filter((o) => !o.includes("/")), ...reviewers])];
   return {
     collaborators: users, organizationMemberships: users,
-    teams: [...new Set(owners.filter((o) => o.includes("/")))].map((team) => ({ team, members: reviewers })),
+    teams: [...new Set(owners.filter((o) => o.includes("/")))].map((team) => ({ team, members: reviewers, info: true })),
     apps: ["docs-review-bot"], botUsers: ["docs-review-bot[bot]"],
   };
 }

@@ -27,7 +27,7 @@ describe("names that are Object.prototype members (__proto__, constructor, hasOw
 
   test("adding the facts an evaluation still needs keeps them as own entries", () => {
     const evidence = { ...baseEvidence(), directory: { collaborators: {}, organizationMemberships: {}, teams: {}, apps: {}, botUsers: {} } };
-    const plan = { collaborators: ["__proto__", "constructor"], organizationMemberships: ["hasOwnProperty"], teams: [{ team: "acme/__proto__", members: ["__proto__", "toString"] }], apps: ["constructor"], botUsers: ["__proto__"] };
+    const plan = { collaborators: ["__proto__", "constructor"], organizationMemberships: ["hasOwnProperty"], teams: [{ team: "acme/__proto__", members: ["__proto__", "toString"], info: false }], apps: ["constructor"], botUsers: ["__proto__"] };
     const { directory } = addMissingFacts(evidence, plan);
     const notFound = { kind: "not_found" } as const;
     expect(Object.entries(directory.collaborators)).toEqual([["__proto__", notFound], ["constructor", notFound]]);

@@ -53,8 +53,9 @@ export function addMissingFacts(evidence: Evidence, plan: LookupPlan): Evidence 
   let teams = d.teams;
   for (const { team, members } of plan.teams) {
     const key = Object.keys(teams).find((name) => name.toLowerCase() === team.toLowerCase()) ?? team;
-    const facts = ownEntry(teams, key) ?? { team: NOT_FOUND, repository: NOT_FOUND, memberships: {} };
-    teams = withEntry(teams, key, { ...facts, memberships: withNotFound(facts.memberships, members) });
+    const facts = ownEntry(teams, key) ?? { memberships: {} };
+    // The team's own facts too (a document from the service may lack them: not looked up for a reviewer who is no member).
+    teams = withEntry(teams, key, { team: facts.team ?? NOT_FOUND, repository: facts.repository ?? NOT_FOUND, memberships: withNotFound(facts.memberships, members) });
   }
   return {
     ...evidence,

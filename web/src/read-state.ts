@@ -86,7 +86,7 @@ const evidenceCheck = object({
   directory: object({
     collaborators: record(lookup(object({ permission: str }))),
     organizationMemberships: record(lookup(state)),
-    teams: record(object({ team: lookup(object({ privacy: str })), repository: lookup(object({ push: bool })), memberships: record(lookup(state)) })),
+    teams: record(object({ team: optional(lookup(object({ privacy: str }))), repository: optional(lookup(object({ push: bool }))), memberships: record(lookup(state)) })),
     apps: record(lookup(object({ id: num, slug: str }))),
     botUsers: record(lookup(user)),
   }),
