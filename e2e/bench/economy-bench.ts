@@ -225,10 +225,25 @@ async function steadyScan(binary: string, n: number) {
     // The pull requests whose owner sets name @acme/docs: those changing a path under docs/ (CODEOWNERS of the scenario).
     const affected = [...h.sim.control.state.repo("acme", "web")!.pulls.values()]
       .filter((p) => p.state === "open" && diffCommits(h.sim.control.state, p.baseSha, p.headSha).some((f) => f.filename.startsWith("docs/"))).length;
+    // 4. What one evaluation of the rolling full sweep costs (a build that has the sweep: its steady scan evaluated fewer than
+    //    were open): restarted with the shortest period (1 h), an interval scan sweeps about N × interval / 3600 unchanged pull
+    //    requests; their counted requests beyond the steady scan's own, per evaluation. The restart leaves the process caches
+    //    cold, as a sweep 24 h apart finds most per-pull-request entries at 10,000 open pull requests.
+    let sweep: (Step & { per_evaluation: number | null }) | null = null;
+    if (scan.evaluations < n) {
+      await service.stop();
+      service = null;
+      service = await start(h, binary, { SERVICE_RECONCILE_ENABLED: "true", SERVICE_RECONCILE_INTERVAL_SECONDS: String(interval), SERVICE_RECONCILE_FULL_SWEEP_HOURS: "1" });
+      await settle(h.sim, service, async () => (await metric(service!, "service_reconciliations_total")) >= 1);
+      const swept = await measure(h.sim, service, async () => {
+        while ((await metric(service!, "service_reconciliations_total")) < 2) await Bun.sleep(100);
+      });
+      sweep = { ...swept, per_evaluation: swept.evaluations > 0 ? +(Math.max(0, swept.counted - scan.counted) / swept.evaluations).toFixed(2) : null };
+    }
     return {
       open_pull_requests: n, first_round_seconds: +firstRoundSeconds.toFixed(1), interval_seconds: interval, scan_work_seconds: +Math.max(0, scanSeconds).toFixed(1),
       ...(overlap ? { error: "another scan ran inside a measured window: the figures below are not one scan's" } : {}),
-      steady_scan: scan, membership_event: { ...membership, affected_pull_requests: affected },
+      steady_scan: scan, membership_event: { ...membership, affected_pull_requests: affected }, ...(sweep ? { sweep_hour_scan: sweep } : {}),
     };
   } finally {
     await cleanup(h, service);
@@ -254,11 +269,20 @@ function interpolate(points: { x: number; y: number }[]): (x: number) => number 
  * Counted requests an hour at N open pull requests: the default number of scans an hour times a steady scan's counted cost
  * (interpolated between the measured sizes, extended linearly past them), plus, when a steady scan re-evaluated fewer pull
  * requests than were open, the rolling full sweep re-evaluating each once per FULL_SWEEP_HOURS at the counted cost of one
- * re-evaluation with nothing changed (measured by the membership event, per evaluation it caused, interpolated in N).
+ * re-evaluation with nothing changed (measured by a scan with a 1 h sweep period; without one, by the membership event).
  */
 function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
   const scanCost = interpolate(scans.map((s) => ({ x: s.open_pull_requests, y: s.steady_scan.counted })));
-  const perEvaluation = interpolate(scans.filter((s) => s.membership_event.evaluations > 0).map((s) => ({ x: s.open_pull_requests, y: s.membership_event.counted / s.membership_event.evaluations })));
+  // A sweep evaluation's cost as measured (step 4) where a scan swept some; otherwise the membership event's evaluation (a
+  // changed pull request, the first after a restart: an upper bound). Never extrapolated downwards past the measured sizes.
+  const swept = scans.filter((s) => s.sweep_hour_scan?.per_evaluation != null && s.sweep_hour_scan.evaluations >= 5);
+  const measuredSweep = swept.length > 0;
+  const points = measuredSweep
+    ? swept.map((s) => ({ x: s.open_pull_requests, y: s.sweep_hour_scan!.per_evaluation! }))
+    : scans.filter((s) => s.membership_event.evaluations > 0).map((s) => ({ x: s.open_pull_requests, y: s.membership_event.counted / s.membership_event.evaluations }));
+  const perEvaluationAt = interpolate(points);
+  const largestMeasured = Math.max(...points.map((p) => p.x));
+  const perEvaluation = (n: number) => (n <= largestMeasured ? perEvaluationAt(n) : Math.max(...points.map((p) => p.y)));
   const sweeps = scans.every((s) => s.steady_scan.evaluations < s.open_pull_requests);
   const hourly = (n: number) => SCANS_PER_HOUR * scanCost(n) + (sweeps ? (n / FULL_SWEEP_HOURS) * perEvaluation(n) : 0);
   // The largest N within budget, counting up (costs need not grow evenly between measured sizes), to 10,000,000 at most.
@@ -270,7 +294,9 @@ function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
     model: {
       counts: "counted (all answers but 304)", scans_per_hour: SCANS_PER_HOUR, reconcile_interval_seconds: DEFAULTS.reconcileIntervalSeconds,
       scan_counted: "interpolated between the measured steady scans, extended linearly past them",
-      full_sweep: sweeps ? { hours: FULL_SWEEP_HOURS, counted_per_evaluation: "the membership event's counted requests per evaluation, interpolated in N" } : "none: every steady scan re-evaluates every open pull request",
+      full_sweep: sweeps
+        ? { hours: FULL_SWEEP_HOURS, counted_per_evaluation: measuredSweep ? "measured sweep evaluations (a scan with a 1 h sweep period), interpolated in N, past the measured sizes their largest" : "the membership event's counted requests per evaluation (an upper bound), interpolated in N, past the measured sizes their largest", points }
+        : "none: every steady scan re-evaluates every open pull request",
     },
   };
 }
@@ -294,6 +320,7 @@ const view = (r: BinaryResult) => ({
   pr_2999_files: { ...Object.fromEntries(Object.entries(r.pr_2999_files.steps).map(([k, s]) => [k, `${s.total} (${s.counted} counted)`])), all: `${r.pr_2999_files.all_steps.total} (${r.pr_2999_files.all_steps.counted} counted)` },
   steady_scan: Object.fromEntries(r.scans.map((s) => [`n_${s.open_pull_requests}`, `${s.steady_scan.total} (${s.steady_scan.counted} counted, ${s.steady_scan.evaluations} evaluations)`])),
   membership_event: Object.fromEntries(r.scans.map((s) => [`n_${s.open_pull_requests}`, `${s.membership_event.total} (${s.membership_event.counted} counted, ${s.membership_event.evaluations} evaluations, ${s.membership_event.affected_pull_requests} affected)`])),
+  sweep_evaluation: Object.fromEntries(r.scans.map((s) => [`n_${s.open_pull_requests}`, s.sweep_hour_scan ? `${s.sweep_hour_scan.per_evaluation ?? "-"} counted each (${s.sweep_hour_scan.evaluations} evaluations in a scan with a 1 h sweep)` : "no sweep"])),
   largest_n_within_2500_counted_per_hour: r.sustainable.largest_n,
 });
 const last = results[binaries.at(-1)!.name] as BinaryResult;
