@@ -191,6 +191,14 @@ async function warmUp(h: Harness, service: RunningBinary) {
   await measure(h.sim, service, () => c.openPullRequest({ owner: "acme", repo: "web", head: "warm-up", author: "erin" }), completed(h, head));
 }
 
+/** The routes a reconciler scan lists (installations, their repositories, each repository's open pull requests). */
+const LISTING_ROUTES = [INSTALLATIONS, "GET /installation/repositories", "GET /repos/{owner}/{repo}/pulls"];
+
+/** Counted answers (all but 304) on these routes. */
+function countedOn(step: Step, routes: readonly string[]): number {
+  return routes.reduce((sum, route) => sum + Object.entries(step.routes[route] ?? {}).filter(([status]) => status !== "304").reduce((a, [, n]) => a + n, 0), 0);
+}
+
 /** One steady scan (and one membership event) with `n` open pull requests. */
 async function steadyScan(binary: string, n: number) {
   const h = await harness(binary, 86_400);
@@ -238,7 +246,8 @@ async function steadyScan(binary: string, n: number) {
       const swept = await measure(h.sim, service, async () => {
         while ((await metric(service!, "service_reconciliations_total")) < 2) await Bun.sleep(100);
       });
-      sweep = { ...swept, per_evaluation: swept.evaluations > 0 ? +(Math.max(0, swept.counted - scan.counted) / swept.evaluations).toFixed(2) : null };
+      // Everything but the scan's listing routes is the sweep evaluations' (their shared-head listings are 304s: not counted).
+      sweep = { ...swept, per_evaluation: swept.evaluations > 0 ? +((swept.counted - countedOn(swept, LISTING_ROUTES)) / swept.evaluations).toFixed(2) : null };
     }
     return {
       open_pull_requests: n, first_round_seconds: +firstRoundSeconds.toFixed(1), interval_seconds: interval, scan_work_seconds: +Math.max(0, scanSeconds).toFixed(1),
@@ -272,7 +281,8 @@ function interpolate(points: { x: number; y: number }[]): (x: number) => number 
  * re-evaluation with nothing changed (measured by a scan with a 1 h sweep period; without one, by the membership event).
  */
 function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
-  const scanCost = interpolate(scans.map((s) => ({ x: s.open_pull_requests, y: s.steady_scan.counted })));
+  // A scan's own cost: its listing routes only (a steady scan's interval may also hold sweep evaluations, priced below).
+  const scanCost = interpolate(scans.map((s) => ({ x: s.open_pull_requests, y: countedOn(s.steady_scan, LISTING_ROUTES) })));
   // A sweep evaluation's cost as measured (step 4) where a scan swept some; otherwise the membership event's evaluation (a
   // changed pull request, the first after a restart: an upper bound). Never extrapolated downwards past the measured sizes.
   const swept = scans.filter((s) => s.sweep_hour_scan?.per_evaluation != null && s.sweep_hour_scan.evaluations >= 5);
@@ -293,7 +303,7 @@ function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
     counted_per_hour_at_10000: Math.round(hourly(10_000)),
     model: {
       counts: "counted (all answers but 304)", scans_per_hour: SCANS_PER_HOUR, reconcile_interval_seconds: DEFAULTS.reconcileIntervalSeconds,
-      scan_counted: "interpolated between the measured steady scans, extended linearly past them",
+      scan_counted: "a steady scan's counted requests on its listing routes, interpolated between the measured sizes, extended linearly past them",
       full_sweep: sweeps
         ? { hours: FULL_SWEEP_HOURS, counted_per_evaluation: measuredSweep ? "measured sweep evaluations (a scan with a 1 h sweep period), interpolated in N, past the measured sizes their largest" : "the membership event's counted requests per evaluation (an upper bound), interpolated in N, past the measured sizes their largest", points }
         : "none: every steady scan re-evaluates every open pull request",
