@@ -86,9 +86,13 @@ export async function writeCheck(
  * remembered ID when there is one (always written), else found by listing and written unless it is in progress already.
  * `written` says whether a reset was sent and accepted; `check` is the check found (null: the head has none).
  */
-export async function resetCheck(forge: CheckForge, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<{ check: ManagedCheck | null; written: boolean }> {
+export async function resetCheck(
+  forge: CheckForge, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions,
+  /** The remembered check when the caller has just read it (rememberedCheck); read here when absent. */
+  remembered?: ManagedCheck | null,
+): Promise<{ check: ManagedCheck | null; written: boolean }> {
   const reset = (check: ManagedCheck) => forge.setCheckInProgress(head, check, output, call);
-  return writeCheck(forge, memory, head, await rememberedCheck(memory, head), reset, call, (listed) => listed.status !== "in_progress");
+  return writeCheck(forge, memory, head, remembered === undefined ? await rememberedCheck(memory, head) : remembered, reset, call, (listed) => listed.status !== "in_progress");
 }
 
 /**

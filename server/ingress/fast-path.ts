@@ -57,7 +57,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   // as well would only repeat it), and otherwise any check the listing finds is reset.
   const remembered = await rememberedCheck(memory, target);
   const reading = forge.getPullRequest(installationId, owner, name, input.pullNumber, call);
-  const [pulled, located] = await Promise.allSettled([reading, remembered === null ? Promise.resolve(null) : resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call)]);
+  const [pulled, located] = await Promise.allSettled([reading, remembered === null ? Promise.resolve(null) : resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call, remembered)]);
   if (located.status === "fulfilled" && located.value?.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
   if (pulled.status === "rejected") throw pulled.reason;
   if (located.status === "rejected") throw located.reason;
@@ -67,7 +67,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   // the remembered run is gone).
   const resetListed = async () => {
     if (located.value !== null) return false;
-    const listed = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+    const listed = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call, null);
     if (listed.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
     return listed.check !== null;
   };
