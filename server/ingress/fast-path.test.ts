@@ -5,6 +5,7 @@ import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_P
 import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
 import { pullRequestEvent } from "../../e2e/support/payloads.ts";
 import { createForgeClient } from "../forge/index.ts";
+import { claimNext } from "../store/index.ts";
 import type { FastPathDeps } from "./fast-path.ts";
 import { handleWebhook } from "./handle-webhook.ts";
 import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
@@ -87,6 +88,31 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(onHead).toEqual(["GET"]);
   });
 
+  test("no worker can claim a head's invalidation while the fast path that settles it is in flight", async () => {
+    await setUp({ timeoutMs: 5_000 });
+    const payload = pullRequestEvent("synchronize", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
+    sim.injectFault({ kind: "slow", delayMs: 1_500, path: "/repos/acme/web/pulls/\\d+", times: 1 });
+    const sending = h.send("pull_request", "in-flight-1", payload);
+    await Bun.sleep(500);
+    // Everything else is claimable (the evaluation, the scenario's pushes); the invalidation row waits for the fast path's deadline.
+    const claimed: string[] = [];
+    for (let row = await h.store.execute(() => claimNext("w", Date.now(), 60_000)); row !== null; row = await h.store.execute(() => claimNext("w", Date.now(), 60_000))) claimed.push(row.kind);
+    expect(claimed).toContain("evaluation");
+    expect(claimed).not.toContain("head_invalidation");
+    expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(1);
+    expect((await sending).status).toBe(202);
+    // The fast path settled the head: no invalidation row is left for a worker to repeat its listing and reset.
+    expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(0);
+    expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(0);
+  });
+
+  test("a closed pull request's invalidation is claimable at once: only the invalidation job fans out to the head's other pull requests", async () => {
+    await setUp();
+    await sim.control.setPullRequestState({ owner: "acme", repo: "web", number: scenario.pullNumber, state: "closed" });
+    const claimed = await h.store.execute(() => claimNext("w", Date.now(), 60_000));
+    expect(claimed?.kind).toBe("head_invalidation");
+  });
+
   test("a delivery for a head the pull request has left skips check creation and records work for the live head", async () => {
     await setUp();
     const oldHead = scenario.headSha;
@@ -119,6 +145,8 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(await h.send("pull_request", "retry-1", payload)).toEqual({ status: 202, body: { accepted: true, queued: true } });
     expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(1);
     expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(1);
+    // The fast path failed: the worker may take the invalidation over at once.
+    expect((await h.store.execute(() => claimNext("w", Date.now(), 1)))?.kind).toBe("head_invalidation");
     // The duplicate's fast path runs again because the invalidation is pending; this time it succeeds.
     expect(await h.send("pull_request", "retry-1", payload)).toEqual({ status: 202, body: { accepted: false, queued: true } });
     expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(0);

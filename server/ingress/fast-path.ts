@@ -24,7 +24,12 @@ export type FastPathInput = {
   readonly sharedGeneration: number;
 };
 
-export type FastPathResult = { readonly reset: boolean; readonly liveHeadQueued: boolean };
+/**
+ * `settling`: the fast path marked the head invalidated for its generation (the pending invalidation row goes when that
+ * caught up with S); false when it leaves the head to the invalidation job (a rerequest, a pull request no longer open), which
+ * then runs at once.
+ */
+export type FastPathResult = { readonly reset: boolean; readonly liveHeadQueued: boolean; readonly settling: boolean };
 
 export type FastPathDeps = {
   readonly forge: Pick<ForgeClient, "getPullRequest" | "findManagedCheck" | "setCheckInProgress" | "createInProgressCheck" | "readFile">;
@@ -48,7 +53,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     // A rerequest names only the head: reset an existing check; the invalidation job finds the pull requests on it.
     const { check, written } = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
     if (written) deps.onReset?.({ pullNumber: null, headSha: input.headSha, created: false });
-    return { reset: check !== null, liveHeadQueued: false };
+    return { reset: check !== null, liveHeadQueued: false, settling: false };
   }
 
   // A remembered check is reset by its ID, issued together with the read of the pull request (the whole fast path must fit in
@@ -116,5 +121,5 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   if (pull.state === "open") {
     await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }, { last: true }));
   }
-  return { reset, liveHeadQueued };
+  return { reset, liveHeadQueued, settling: pull.state === "open" };
 }

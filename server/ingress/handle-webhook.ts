@@ -1,9 +1,9 @@
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, expediteHeadInvalidation, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
-import { type FastPathDeps, type FastPathInput, runFastPath } from "./fast-path.ts";
+import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
 import { BUSY_RETRY_AFTER_SECONDS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { verifySignature } from "./verify-signature.ts";
@@ -111,8 +111,11 @@ async function accept(
       const fresh = outcome !== "duplicate";
       return { status: 202, body: { accepted: fresh, queued: fresh } };
     }
+    // With a fast path to follow, the head's invalidation row waits for its deadline: a worker taking it meanwhile would only
+    // list and reset the check the fast path is resetting or creating (it takes over at once when the fast path cannot).
+    const invalidationRunAt = deps.fastPath === null ? now : now + deps.invalidationTimeoutMs;
     const outcome = await deps.store.execute(() =>
-      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now }),
+      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, invalidationRunAt }),
     );
     if (outcome.kind === "accepted") {
       if (deps.fastPath === null) return failure(503, "not_configured");
@@ -135,16 +138,24 @@ async function accept(
   }
 }
 
-/** One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands). */
+/**
+ * One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands), and then, as when the
+ * fast path leaves the head to the invalidation job, that job may run at once.
+ */
 async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
   const signal = AbortSignal.timeout(deps.invalidationTimeoutMs);
+  let result: FastPathResult | null = null;
   try {
-    return await Promise.race([
+    result = await Promise.race([
       runFastPath(deps.fastPath!, input, signal),
       new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("fast path deadline")), { once: true })),
     ]);
   } catch (error) {
     deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
-    return null;
   }
+  if (result === null || !result.settling) {
+    // Best effort: without it the row still runs at the deadline it was accepted with.
+    await deps.store.execute(() => expediteHeadInvalidation({ repositoryId: input.repository.repositoryId, headSha: input.headSha, now: deps.now() })).catch(() => {});
+  }
+  return result;
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, expediteHeadInvalidation, leaseToken, markHeadInvalidated, migrateDatabase,
   openStore, readFences, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
 } from "./index.ts";
 
@@ -52,6 +52,33 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     await store.execute(() => completeJob(first.id, "w", first.merges, 1000));
     expect(await claim("w", 1000)).toBeNull(); // pull 2 runs at 5000
     expect((await claim("w", 5000))!.pull_number).toBe(2);
+  });
+
+  test("an exact-head invalidation whose fast path is in flight waits for that fast path's deadline; the evaluation does not", async () => {
+    await open();
+    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "synchronize", pullNumber: 4, headSha: head, now: 1000, invalidationRunAt: 6000 }));
+    expect((await claim("w", 1000, 60_000))!.kind).toBe("evaluation");
+    expect(await claim("w", 5999)).toBeNull();
+    expect((await claim("w", 6000))!.kind).toBe("head_invalidation");
+  });
+
+  test("a fast path that could not settle the head makes its invalidation claimable at once", async () => {
+    await open();
+    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "closed", pullNumber: 4, headSha: head, now: 1000, invalidationRunAt: 6000 }));
+    await store.execute(() => expediteHeadInvalidation({ repositoryId: 300, headSha: head, now: 1200 }));
+    expect((await claim("w", 1200))!.kind).toBe("head_invalidation");
+    // A row due earlier keeps its run time.
+    await trigger("d2", 5, "5".repeat(40), 100);
+    await store.execute(() => expediteHeadInvalidation({ repositoryId: 300, headSha: "5".repeat(40), now: 1300 }));
+    const rows = await store.execute(function* () { return yield* all<{ run_at_ms: number }>("select run_at_ms from jobs where kind = 'head_invalidation' and head_sha = $1", "5".repeat(40)); });
+    expect(rows.map((r) => Number(r.run_at_ms))).toEqual([100]);
+  });
+
+  test("a delivery merged into a pending invalidation keeps the earlier run time", async () => {
+    await open();
+    await trigger("d1", 4, head, 1000); // due at once (no fast path)
+    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d2", event: "pull_request_review", action: "submitted", pullNumber: 4, headSha: head, now: 1100, invalidationRunAt: 9000 }));
+    expect((await claim("w", 1100))!.kind).toBe("head_invalidation");
   });
 
   test("within a kind, webhook-driven evaluations are claimed before background ones queued earlier", async () => {

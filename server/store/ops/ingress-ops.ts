@@ -17,6 +17,12 @@ export type DirectTrigger = RepositoryRef & {
   readonly pullNumber: number | null;
   readonly headSha: string;
   readonly now: number;
+  /**
+   * When the exact-head invalidation row becomes claimable: the deadline of the fast path that will follow the acceptance
+   * (it settles the row when it succeeds; expediteHeadInvalidation when it cannot), so that no worker lists and resets the
+   * check meanwhile; now when absent (no fast path follows). A row already pending keeps an earlier run time.
+   */
+  readonly invalidationRunAt?: number;
 };
 
 export type DirectTriggerOutcome = { readonly kind: "accepted"; readonly sharedGeneration: number } | { readonly kind: "duplicate" };
@@ -37,7 +43,7 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
   const [advanced] = yield* batch([
-    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now),
+    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now, input.invalidationRunAt),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
   ], { last: true });
   return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation };
@@ -68,7 +74,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         returning evaluation_generation
       ), invalidation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, $5::text, shared_generation, $7::bigint, $7::bigint, $7::bigint from head
+        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, $5::text, shared_generation, $11::bigint, $7::bigint, $7::bigint from head
         where $6::integer is null or exists (select 1 from pull)
         on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
         do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
@@ -88,6 +94,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
       where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
       returning shared_generation`,
     input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
+    input.invalidationRunAt ?? input.now,
   );
 }
 
@@ -129,6 +136,14 @@ export function* markHeadInvalidated(input: { readonly repositoryId: number; rea
     head = row as typeof head;
   }
   return head !== null && head.invalidated_generation >= head.shared_generation;
+}
+
+/**
+ * A fast path that will not settle the head (it failed, ran out of time, or left the work to the invalidation job: a closed
+ * pull request, a rerequest) makes the head's pending invalidation row claimable now instead of at its deadline.
+ */
+export function* expediteHeadInvalidation(input: { readonly repositoryId: number; readonly headSha: string; readonly now: number }): Op<void> {
+  yield* run("update jobs set run_at_ms = $3 where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2 and run_at_ms > $3", input.repositoryId, input.headSha, input.now);
 }
 
 /**

@@ -83,14 +83,14 @@ export const MERGE_INTO_LIVE_ROW = `merges = jobs.merges + 1, updated_at_ms = ex
   background = case when excluded.background < jobs.background then excluded.background else jobs.background end`;
 
 /** The exact-head invalidation row at the head's current shared generation (read in the statement: it can be batched). */
-function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number): Query {
+function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number, runAt: number): Query {
   return query(
     "run",
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-     values ('head_invalidation', 0, $1, $2, $3, $4, $5, (select shared_generation from head_generations where repository_id = $2 and head_sha = $5), $6, $6, $6)
+     values ('head_invalidation', 0, $1, $2, $3, $4, $5, (select shared_generation from head_generations where repository_id = $2 and head_sha = $5), $7, $6, $6)
      on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
      do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, now,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, now, runAt,
   );
 }
 
@@ -127,7 +127,7 @@ export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: num
     ...heads.map((head) => advanceSharedGeneration(repo, head, now)),
     ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
     ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
-    ...heads.map((head) => queueHeadInvalidation(repo, head, now)),
+    ...heads.map((head) => queueHeadInvalidation(repo, head, now, work.invalidationRunAt ?? now)),
     ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true)),
   ];
 }
@@ -139,6 +139,11 @@ export type AdvanceWork = {
   readonly pulls?: readonly { readonly number: number; readonly headSha: string }[];
   /** A head whose invalidation reached `generation` (I := max(I, generation)); its pending invalidation row goes when I = S. */
   readonly invalidated?: { readonly headSha: string; readonly generation: number };
+  /**
+   * When the heads' invalidation rows become claimable: later than now only while a fast path that will settle them is in
+   * flight (its deadline), so that no worker lists and resets what that fast path is doing; now when absent.
+   */
+  readonly invalidationRunAt?: number;
   /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
   readonly background?: boolean;
 };
@@ -197,6 +202,6 @@ export function* queueInstallationFanout(installationId: number, authorityEpoch:
  * Advances the head's shared generation and the pull request's evaluation generation and queues the exact-head invalidation
  * and the evaluation (spec "Generations" 1 and 2), as one batch; its first row carries the new shared generation.
  */
-export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number): Query[] {
-  return advanceAndQueue(repo, { heads: [headSha], pulls: pullNumber === null ? [] : [{ number: pullNumber, headSha }] }, now);
+export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number, invalidationRunAt = now): Query[] {
+  return advanceAndQueue(repo, { heads: [headSha], pulls: pullNumber === null ? [] : [{ number: pullNumber, headSha }], invalidationRunAt }, now);
 }
