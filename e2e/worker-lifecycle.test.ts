@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { all, openStore } from "../server/store/index.ts";
 import { BACKENDS } from "./support/databases.ts";
+import { POLICY_PATH } from "../server/simulator/scenario.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
@@ -144,6 +145,21 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     await h.waitForCheck(head2, { status: "completed", conclusion: "failure" });
     await Bun.sleep(300);
     expect(h.checks(head2)[0]!.conclusion).toBe("failure");
+  }, 60_000);
+
+  test("an organization policy change counts for the evaluations it triggers, though the policy was confirmed moments before", async () => {
+    h = await startServiceHarness(backend);
+    const { sim, scenario } = h;
+    const pr = pullRequest();
+    // The App's delegation covers docs/ and bob owns src/: together they satisfy both owner sets.
+    await sim.control.submitReview({ ...pr, user: `${scenario.botSlug}[bot]`, state: "APPROVED" });
+    await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
+    await h.waitForCheck(scenario.headSha, { status: "completed", conclusion: "success" });
+    // The organization stops trusting the App: a push to its policy repository's default branch, moments after the
+    // evaluations above confirmed the policy's head. The evaluation it triggers must read the new policy.
+    await sim.control.commit({ owner: scenario.org, repo: ".forge", branch: "main", files: { [POLICY_PATH]: "schema_version = 1\n" } });
+    await h.waitForCheck(scenario.headSha, { status: "completed", conclusion: "failure" });
+    expect(h.checks(scenario.headSha)[0]!.output.title).toContain("not enrolled");
   }, 60_000);
 
   test("a head shared by two open pull requests never succeeds", async () => {

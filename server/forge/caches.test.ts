@@ -4,6 +4,7 @@ import { createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
 import { DEFAULT_EVALUATION_SETTINGS, planLookups } from "../evaluation/index.ts";
 import { createCaches, ENTRY_OVERHEAD_BYTES, fileKey, fileListKey } from "./caches.ts";
+import { ORGANIZATION_POLICY_RECHECK_MS } from "./contents.ts";
 import type { GatherResult } from "./evidence.ts";
 import { clientFor } from "./test-support.ts";
 import { CONDITIONAL_CACHE_BYTES, CONDITIONAL_ENTRY_OVERHEAD_BYTES, conditionalCache, conditionalKey, type KeptResponse } from "./transport.ts";
@@ -184,6 +185,32 @@ describe("caches in use against the simulator", () => {
     const after = gathered(await client.gatherEvidence(request(), options));
     expect(after.organizationPolicy).toMatchObject({ kind: "found", text: policy });
     expect(sim.requests.filter((q) => q.path.startsWith("/repos/acme/.forge/")).map((q) => q.status)).toEqual([200, 200]);
+  });
+
+  test("within one authority epoch the organization policy's head is asked about at most once a minute; a new epoch asks at once", async () => {
+    const client = clientFor(sim, s);
+    const forgeRequests = () => sim.requests.filter((q) => q.path.startsWith("/repos/acme/.forge/")).map((q) => q.status);
+    const at = (authorityEpoch: number, nowMs: number) => ({ ...options, organizationPolicyReuse: { authorityEpoch, nowMs } });
+    gathered(await client.gatherEvidence(request(), at(7, 1_000_000)));
+    sim.requests.length = 0;
+    gathered(await client.gatherEvidence(request(), at(7, 1_000_000 + ORGANIZATION_POLICY_RECHECK_MS - 1)));
+    expect(forgeRequests()).toEqual([]);
+    // A push to the policy repository is an authority event: the evaluations after it run at a later epoch, and ask.
+    const policy = `schema_version = 1\n[[trusted_apps]]\nslug = "docs-review-bot"\napp_id = ${s.botAppId}\n# epoch\n`;
+    await sim.control.commit({ owner: s.org, repo: ".forge", branch: "main", files: { [POLICY_PATH]: policy } });
+    const next = gathered(await client.gatherEvidence(request(), at(8, 1_000_001)));
+    expect(next.organizationPolicy).toMatchObject({ kind: "found", text: policy });
+    expect(forgeRequests()).toEqual([200, 200]);
+    // Within the new epoch, once the minute has passed, the head is asked about again (a conditional request).
+    sim.requests.length = 0;
+    gathered(await client.gatherEvidence(request(), at(8, 1_000_001 + ORGANIZATION_POLICY_RECHECK_MS - 1)));
+    expect(forgeRequests()).toEqual([]);
+    gathered(await client.gatherEvidence(request(), at(8, 1_000_001 + ORGANIZATION_POLICY_RECHECK_MS)));
+    expect(forgeRequests()).toEqual([304]);
+    // Without an epoch (explain, tests) it is asked every time.
+    sim.requests.length = 0;
+    gathered(await client.gatherEvidence(request(), options));
+    expect(forgeRequests()).toEqual([304]);
   });
 
   test("a missing organization policy repository reads as no policy", async () => {

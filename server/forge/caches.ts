@@ -19,8 +19,14 @@ export type FileCache = LRUCache<string, FileRead>;
 /** A pull request's complete file list at a head and base commit, by `fileListKey`. */
 export type FileListCache = LRUCache<string, readonly ChangedFile[]>;
 
-/** Default-branch heads last seen, by repository: what a conditional request asks about (not immutable; always asked again). */
-export type HeadCache = LRUCache<string, string>;
+/**
+ * A default-branch head last seen: what a conditional request asks about (not immutable). `authorityEpoch` is the
+ * installation's authority epoch of the evaluation that asked (null: asked without one), `checkedAtMs` when the forge
+ * answered; contents.ts reuses the head without asking only within one epoch and ORGANIZATION_POLICY_RECHECK_MS.
+ */
+export type KnownHead = { readonly sha: string; readonly authorityEpoch: number | null; readonly checkedAtMs: number };
+/** Default-branch heads last seen, by repository. */
+export type HeadCache = LRUCache<string, KnownHead>;
 /** Repositories whose last-seen default-branch head is kept. */
 export const HEAD_CACHE_ENTRIES = 10_000;
 
@@ -39,7 +45,7 @@ export function createCaches(bounds: { files?: number; fileLists?: number } = {}
     files: bounded<FileRead>(bounds.files ?? FILE_CACHE_MAX_BYTES, (read) => (read.kind === "found" ? read.bytes : 0)),
     fileLists: bounded<readonly ChangedFile[]>(bounds.fileLists ?? FILE_LIST_CACHE_MAX_BYTES, (files) =>
       files.reduce((sum, f) => sum + f.filename.length + f.status.length + (f.previousFilename?.length ?? 0) + FILE_ITEM_OVERHEAD_BYTES, 0)),
-    heads: new LRUCache<string, string>({ max: HEAD_CACHE_ENTRIES }),
+    heads: new LRUCache<string, KnownHead>({ max: HEAD_CACHE_ENTRIES }),
   };
 }
 

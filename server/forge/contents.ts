@@ -32,19 +32,35 @@ export async function readFile(t: Transport, cache: FileCache, at: FileLocation,
 }
 
 /**
+ * How long a default-branch head confirmed at one authority epoch is reused without asking again. Every push to the
+ * organization policy repository's default branch is an authority event (DESIGN 3.6), which advances the epoch, so within
+ * one epoch the head can only have moved by a push whose webhook has not been accepted yet, or was lost: then the policy is
+ * read again at most this long after the last answer, where a fresh question would have caught it at the next evaluation.
+ */
+export const ORGANIZATION_POLICY_RECHECK_MS = 60_000;
+
+/** The evaluation's authority epoch (captured with its fences) and the time: lets a head confirmed at that epoch be reused. */
+export type HeadReuse = { readonly authorityEpoch: number; readonly nowMs: number };
+
+/**
  * Reads `path` at the head of the repository's default branch (the organization policy): one conditional request for the head
  * (`commits/HEAD` with the SHA media type; 304, spending no rate limit, while it has not moved), then the file at that commit
- * through the commit cache. A missing or empty repository reads as missing (DESIGN 3.6: 404 for the repository or the file).
+ * through the commit cache. With `reuse`, a head the forge confirmed at the same authority epoch less than
+ * ORGANIZATION_POLICY_RECHECK_MS ago is used without asking. A missing or empty repository reads as missing (DESIGN 3.6: 404
+ * for the repository or the file).
  */
-export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, heads: HeadCache, at: Omit<FileLocation, "ref">, maxBytes: number, call?: CallOptions): Promise<FileRead> {
+export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, heads: HeadCache, at: Omit<FileLocation, "ref">, maxBytes: number, call?: CallOptions, reuse?: HeadReuse): Promise<FileRead> {
   const repository = repositoryKey(at.installationId, at.owner, at.repo);
   const known = heads.get(repository);
+  if (known && reuse && known.authorityEpoch === reuse.authorityEpoch && reuse.nowMs >= known.checkedAtMs && reuse.nowMs - known.checkedAtMs < ORGANIZATION_POLICY_RECHECK_MS) {
+    return readFile(t, cache, { ...at, ref: known.sha }, maxBytes, call);
+  }
   let head: string;
   try {
     const response = await t.installation(at.installationId, COMMIT, {
-      owner: at.owner, repo: at.repo, ref: "HEAD", headers: { accept: SHA_MEDIA_TYPE, ...(known ? { "if-none-match": `"${known}"` } : {}) },
+      owner: at.owner, repo: at.repo, ref: "HEAD", headers: { accept: SHA_MEDIA_TYPE, ...(known ? { "if-none-match": `"${known.sha}"` } : {}) },
     }, { ...call, conditional: false });
-    if (response.status === 304 && known) head = known;
+    if (response.status === 304 && known) head = known.sha;
     else if (response.status === 200 && typeof response.data === "string" && SHA.test(response.data.trim())) head = response.data.trim().toLowerCase();
     else throw invalidBody(COMMIT);
   } catch (error) {
@@ -54,7 +70,7 @@ export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, he
     const g = gapFromError(error);
     return { kind: "incomplete", cause: g.cause, detail: g.detail };
   }
-  heads.set(repository, head);
+  heads.set(repository, { sha: head, authorityEpoch: reuse?.authorityEpoch ?? null, checkedAtMs: reuse?.nowMs ?? Number.NEGATIVE_INFINITY });
   return readFile(t, cache, { ...at, ref: head }, maxBytes, call);
 }
 

@@ -1,7 +1,8 @@
 // Evidence gathering (DESIGN 2, 3.2, 3.6): everything evaluate() looks at, fetched completely and bounded before evaluation.
 // Order: the pull request first (its changed_files is checked against MAX_PULL_REQUEST_FILES before listing); then, in parallel,
 // files (kept by head and base commit), reviews, code-owners file and repository policy at the base commit (kept by commit),
-// organization policy at the organization policy repository's default-branch head (kept by that commit), and the open pull
+// organization policy at the organization policy repository's default-branch head (kept by that commit; the head itself asked
+// again unless confirmed within the evaluation's authority epoch moments ago), and the open pull
 // requests on the same head (after a fresh file list: they prove it); then, in rounds, the directory facts the decision core
 // still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
 // list that looks whole.
@@ -13,7 +14,7 @@ import {
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_OPEN_PULL_REQUESTS, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
 import { fileListKey, type ForgeCaches } from "./caches.ts";
-import { readAtDefaultBranchHead, readFile } from "./contents.ts";
+import { type HeadReuse, readAtDefaultBranchHead, readFile } from "./contents.ts";
 import * as directory from "./directory.ts";
 import { ForgeError } from "./errors.ts";
 import { gap, gapFromError, listAll } from "./pagination.ts";
@@ -48,6 +49,11 @@ export interface GatherOptions {
   concurrency?: number;
   /** The governor's priority of every request of this gathering (CallOptions.priority; interactive when absent). */
   priority?: CallOptions["priority"];
+  /**
+   * The authority epoch the evaluation captured with its fences, and the time: the organization policy's head confirmed at
+   * that epoch moments ago is not asked about again (contents.ts ORGANIZATION_POLICY_RECHECK_MS). Absent: always asked.
+   */
+  organizationPolicyReuse?: HeadReuse;
 }
 
 export type GatherResult =
@@ -89,7 +95,7 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
     readCodeowners(t, caches.files, { ...base, ref: pr.baseSha }, call),
     readFile(t, caches.files, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
     pr.repository.ownerType === "Organization"
-      ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call)
+      ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call, options.organizationPolicyReuse)
       : Promise.resolve<FileRead>({ kind: "missing" }),
     listedOpen,
   ]);

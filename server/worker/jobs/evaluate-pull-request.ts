@@ -28,7 +28,10 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const started = performance.now();
   const gathered = await ctx.forge.gatherEvidence(
     { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
-    { planLookups: (evidence, known) => evaluator.plan(evidence, known, signal), signal, priority: priorityOf(row) },
+    {
+      planLookups: (evidence, known) => evaluator.plan(evidence, known, signal), signal, priority: priorityOf(row),
+      organizationPolicyReuse: { authorityEpoch: before.authorityEpoch, nowMs: ctx.now() },
+    },
   );
   if (gathered.kind === "unavailable") {
     if (gathered.error.kind === "not_found") return { kind: "done", note: "pull request not visible" };
