@@ -138,6 +138,25 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
   }, 60_000);
 
+  test("a delivery's evaluation uses its fast path's read of the pull request: the pull request is read once per delivery", async () => {
+    h = await startServiceHarness(backend);
+    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
+    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    const drainedQueue = () => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await drainedQueue();
+    const pullReads = (from: number) => h!.sim.requests.slice(from).filter((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`).length;
+    for (const user of ["alice", "bob"]) {
+      const from = h.sim.requests.length;
+      const before = h.transitions.length;
+      await h.sim.control.submitReview({ ...pr, user, state: "APPROVED" });
+      await waitUntil(() => h!.transitions.slice(before).some((t) => t.headSha === sha && t.status === "completed"), `${user}'s approval evaluated`);
+      await drainedQueue();
+      expect(pullReads(from)).toBe(1);
+    }
+    await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
+  }, 60_000);
+
   /** Three more pull requests that change only README.md, which only `* @acme/core` owns; each gets its failing check. */
   async function readmePullRequests(harness: ServiceHarness) {
     const pulls: Array<{ number: number; headSha: string }> = [];

@@ -3,7 +3,7 @@ import { describeConfig } from "../config/index.ts";
 import { createApp } from "../http/app.ts";
 import { createForgeClient, createGovernor, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
-import { createBodyBudget, type WebhookDeps } from "../ingress/index.ts";
+import { createBodyBudget, PullHandoff, type WebhookDeps } from "../ingress/index.ts";
 import type { CheckTransition } from "../worker/context.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../worker/worker.ts";
 import { type Evaluator, threadEvaluator } from "../worker/evaluator.ts";
@@ -59,6 +59,8 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   }
 
   const now = () => Date.now();
+  // The fast path's reads of pull requests, handed to the evaluations their deliveries queued in this process.
+  const pullHandoff = new PullHandoff();
   let worker: Worker | null = null;
   let evaluator: Evaluator | null = null;
   if (forge && config.workerEnabled) {
@@ -67,7 +69,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     evaluator = threadEvaluator(settings, { log });
     worker = createWorker(
       {
-        store, forge, metrics, log, now, settings, evaluator,
+        store, forge, metrics, log, now, settings, evaluator, pullHandoff,
         workerId: `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`,
         guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
         resetTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
@@ -93,7 +95,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
     mapping: { organizationPolicyRepository: config.organizationPolicyRepository, checkName: config.checkName, appId: config.forge.appId },
     fastPath: forge
       ? {
-          forge, store, policyPath: config.policyPath, now, guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000,
+          forge, store, policyPath: config.policyPath, now, guardTimeoutMs: config.webhookInvalidationTimeoutSeconds * 1000, handoff: pullHandoff,
           ...(hooks.onTransition ? { onReset: (e: { pullNumber: number | null; headSha: string; created: boolean }) => hooks.onTransition!({ pullNumber: e.pullNumber, headSha: e.headSha, status: "in_progress", conclusion: null, title: e.created ? "created, evaluating" : "reset, evaluating" }) } : {}),
         }
       : null,

@@ -54,6 +54,11 @@ export interface GatherOptions {
    * that epoch moments ago is not asked about again (contents.ts ORGANIZATION_POLICY_RECHECK_MS). Absent: always asked.
    */
   organizationPolicyReuse?: HeadReuse;
+  /**
+   * The pull request as read after the acceptance whose evaluation generation the evaluation captured (server/ingress/
+   * pull-handoff.ts): used instead of reading it again. Absent: read here.
+   */
+  knownPullRequest?: PullRequestDetails;
 }
 
 export type GatherResult =
@@ -76,7 +81,7 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
   const { installationId, owner, repo } = request;
   let pr: PullRequestDetails;
   try {
-    pr = await getPullRequest(t, installationId, owner, repo, request.number, call);
+    pr = options.knownPullRequest ?? (await getPullRequest(t, installationId, owner, repo, request.number, call));
   } catch (error) {
     return { kind: "unavailable", error: error instanceof ForgeError ? error : new ForgeError("transient", "pull request could not be read"), requests: counter.requests };
   }

@@ -5,7 +5,7 @@ import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_P
 import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
 import { pullRequestEvent } from "../../e2e/support/payloads.ts";
 import { createForgeClient } from "../forge/index.ts";
-import { claimNext } from "../store/index.ts";
+import { claimNext, completeJob } from "../store/index.ts";
 import type { FastPathDeps } from "./fast-path.ts";
 import { handleWebhook } from "./handle-webhook.ts";
 import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
@@ -88,22 +88,24 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(onHead).toEqual(["GET"]);
   });
 
-  test("no worker can claim a head's invalidation while the fast path that settles it is in flight", async () => {
+  test("no worker can claim a delivery's work while its fast path is in flight; the evaluation is released as it ends", async () => {
     await setUp({ timeoutMs: 5_000 });
     const payload = pullRequestEvent("synchronize", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });
+    const claimNow = () => h.store.execute(() => claimNext("w", Date.now(), 60_000));
+    // The scenario's own work is done first (no worker runs here).
+    for (let row = await claimNow(); row !== null; row = await claimNow()) await h.store.execute(() => completeJob(row.id, "w", row.merges, Date.now()));
     sim.injectFault({ kind: "slow", delayMs: 1_500, path: "/repos/acme/web/pulls/\\d+", times: 1 });
     const sending = h.send("pull_request", "in-flight-1", payload);
     await Bun.sleep(500);
-    // Everything else is claimable (the evaluation, the scenario's pushes); the invalidation row waits for the fast path's deadline.
-    const claimed: string[] = [];
-    for (let row = await h.store.execute(() => claimNext("w", Date.now(), 60_000)); row !== null; row = await h.store.execute(() => claimNext("w", Date.now(), 60_000))) claimed.push(row.kind);
-    expect(claimed).toContain("evaluation");
-    expect(claimed).not.toContain("head_invalidation");
-    expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(1);
+    // This delivery's invalidation and evaluation wait for its fast path.
+    expect(await claimNow()).toBeNull();
+    expect(await h.count("jobs", "kind in ('head_invalidation', 'evaluation')")).toBe(2);
     expect((await sending).status).toBe(202);
-    // The fast path settled the head: no invalidation row is left for a worker to repeat its listing and reset.
+    // The fast path settled the head: no invalidation row is left for a worker to repeat its listing and reset; the
+    // evaluation is claimable at once.
     expect(await h.count("jobs", "kind = 'head_invalidation'")).toBe(0);
     expect(await h.count("head_generations", "invalidated_generation < shared_generation")).toBe(0);
+    expect((await claimNow())?.kind).toBe("evaluation");
   });
 
   test("a closed pull request's invalidation is claimable at once: only the invalidation job fans out to the head's other pull requests", async () => {

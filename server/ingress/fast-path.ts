@@ -3,6 +3,7 @@ import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
 import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
 import { rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
+import type { PullHandoff } from "./pull-handoff.ts";
 
 /**
  * The bounded synchronous invalidation after durable acceptance (spec "Managed check run", first row; "POST /webhooks/forge"
@@ -22,6 +23,8 @@ export type FastPathInput = {
   readonly pullNumber: number | null;
   readonly headSha: string;
   readonly sharedGeneration: number;
+  /** The pull request's E after this delivery's acceptance; null for a duplicate's retry (its read is not handed on). */
+  readonly evaluationGeneration: number | null;
 };
 
 /**
@@ -38,6 +41,8 @@ export type FastPathDeps = {
   readonly now: () => number;
   /** Bound on waiting for the head publication guard before creating a check. */
   readonly guardTimeoutMs: number;
+  /** Where the read of the pull request is handed to the evaluation this delivery queued (pull-handoff.ts). */
+  readonly handoff?: PullHandoff;
   /** Told about each check this fast path reset or created (the demo prints them). */
   readonly onReset?: (event: { pullNumber: number | null; headSha: string; created: boolean }) => void;
 };
@@ -67,6 +72,7 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   if (pulled.status === "rejected") throw pulled.reason;
   if (located.status === "rejected") throw located.reason;
   const pull = pulled.value;
+  if (input.evaluationGeneration !== null && pull.headSha === input.headSha) deps.handoff?.offer(input.repository.repositoryId, pull, input.evaluationGeneration, deps.now());
   const current = pull.state === "open" && pull.headSha === input.headSha;
   // Resets a check found by listing, unless the reset by a remembered ID above already looked (it lists when the forge says
   // the remembered run is gone).

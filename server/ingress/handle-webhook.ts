@@ -1,6 +1,6 @@
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, expediteHeadInvalidation, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, releaseFastPathWork, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
@@ -111,22 +111,21 @@ async function accept(
       const fresh = outcome !== "duplicate";
       return { status: 202, body: { accepted: fresh, queued: fresh } };
     }
-    // With a fast path to follow, the head's invalidation row waits for its deadline: a worker taking it meanwhile would only
-    // list and reset the check the fast path is resetting or creating (it takes over at once when the fast path cannot).
-    const invalidationRunAt = deps.fastPath === null ? now : now + deps.invalidationTimeoutMs;
+    // With a fast path to follow, the delivery's work is held until the fast path ends (at most its deadline): see heldUntil.
+    const heldUntil = deps.fastPath === null ? now : now + deps.invalidationTimeoutMs;
     const outcome = await deps.store.execute(() =>
-      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, invalidationRunAt }),
+      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, heldUntil }),
     );
     if (outcome.kind === "accepted") {
       if (deps.fastPath === null) return failure(503, "not_configured");
-      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration });
+      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration });
       return { status: 202, body: { accepted: true, queued: true } };
     }
     // A retained duplicate: the fast path is retried only while its invalidation is still pending.
     const duplicate = await deps.store.execute(() => readDuplicateDelivery(delivery.deliveryId));
     if (!duplicate.invalidationPending || duplicate.headSha === null || duplicate.sharedGeneration === null) return { status: 202, body: { accepted: false, queued: false } };
     if (deps.fastPath === null) return failure(503, "not_configured");
-    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: duplicate.pullNumber, headSha: duplicate.headSha, sharedGeneration: duplicate.sharedGeneration });
+    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: duplicate.pullNumber, headSha: duplicate.headSha, sharedGeneration: duplicate.sharedGeneration, evaluationGeneration: null });
     return { status: 202, body: { accepted: false, queued: result !== null && (result.reset || result.liveHeadQueued) } };
   } catch (error) {
     if (mapping.kind === "authority" && error instanceof StoreError && error.code === "guard_timeout") {
@@ -139,8 +138,8 @@ async function accept(
 }
 
 /**
- * One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands), and then, as when the
- * fast path leaves the head to the invalidation job, that job may run at once.
+ * One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands). As it ends, the work its
+ * delivery was accepted with is released: the evaluation, and the invalidation when the fast path did not settle it.
  */
 async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
   const signal = AbortSignal.timeout(deps.invalidationTimeoutMs);
@@ -153,9 +152,8 @@ async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
   } catch (error) {
     deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
   }
-  if (result === null || !result.settling) {
-    // Best effort: without it the row still runs at the deadline it was accepted with.
-    await deps.store.execute(() => expediteHeadInvalidation({ repositoryId: input.repository.repositoryId, headSha: input.headSha, now: deps.now() })).catch(() => {});
-  }
+  const release = { repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber, invalidation: result === null || !result.settling, now: deps.now() };
+  // Best effort: without it the rows still run at the deadline they were accepted with.
+  await deps.store.execute(() => releaseFastPathWork(release)).catch(() => {});
   return result;
 }

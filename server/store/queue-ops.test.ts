@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, expediteHeadInvalidation, leaseToken, markHeadInvalidated, migrateDatabase,
-  openStore, readFences, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
+  openStore, readFences, releaseFastPathWork, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
 } from "./index.ts";
 
 /** The queue operations contract (spec "Queue rows"; DESIGN 4), one suite on both backends. */
@@ -54,31 +54,50 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect((await claim("w", 5000))!.pull_number).toBe(2);
   });
 
-  test("an exact-head invalidation whose fast path is in flight waits for that fast path's deadline; the evaluation does not", async () => {
+  const held = (deliveryId: string, pullNumber: number | null, now: number, heldUntil: number, headSha = head) =>
+    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId, event: "pull_request", action: "synchronize", pullNumber, headSha, now, heldUntil }));
+  const runAt = (kind: string, headSha = head) => store.execute(function* () {
+    return (yield* all<{ run_at_ms: number }>("select run_at_ms from jobs where kind = $1 and head_sha = $2", kind, headSha)).map((r) => Number(r.run_at_ms));
+  });
+
+  test("a delivery's work is held while its fast path is in flight: nothing is claimable before that fast path's deadline", async () => {
     await open();
-    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "synchronize", pullNumber: 4, headSha: head, now: 1000, invalidationRunAt: 6000 }));
-    expect((await claim("w", 1000, 60_000))!.kind).toBe("evaluation");
+    await held("d1", 4, 1000, 6000);
     expect(await claim("w", 5999)).toBeNull();
-    expect((await claim("w", 6000))!.kind).toBe("head_invalidation");
+    expect((await claim("w", 6000, 60_000))!.kind).toBe("head_invalidation");
+    expect((await claim("w", 6000))!.kind).toBe("evaluation");
   });
 
-  test("a fast path that could not settle the head makes its invalidation claimable at once", async () => {
+  test("a fast path that settled the head releases the evaluation only; one that did not releases the invalidation too", async () => {
     await open();
-    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "closed", pullNumber: 4, headSha: head, now: 1000, invalidationRunAt: 6000 }));
-    await store.execute(() => expediteHeadInvalidation({ repositoryId: 300, headSha: head, now: 1200 }));
-    expect((await claim("w", 1200))!.kind).toBe("head_invalidation");
-    // A row due earlier keeps its run time.
-    await trigger("d2", 5, "5".repeat(40), 100);
-    await store.execute(() => expediteHeadInvalidation({ repositoryId: 300, headSha: "5".repeat(40), now: 1300 }));
-    const rows = await store.execute(function* () { return yield* all<{ run_at_ms: number }>("select run_at_ms from jobs where kind = 'head_invalidation' and head_sha = $1", "5".repeat(40)); });
-    expect(rows.map((r) => Number(r.run_at_ms))).toEqual([100]);
+    await held("d1", 4, 1000, 6000);
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, invalidation: false, now: 1200 }));
+    expect(await runAt("evaluation")).toEqual([1200]);
+    expect(await runAt("head_invalidation")).toEqual([6000]);
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, invalidation: true, now: 1300 }));
+    expect(await runAt("head_invalidation")).toEqual([1300]);
+    expect(await runAt("evaluation")).toEqual([1200]); // due earlier: kept
+    // A rerequest (no pull request) releases its head's invalidation.
+    await held("d2", null, 1000, 6000, "5".repeat(40));
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: "5".repeat(40), pullNumber: null, invalidation: true, now: 1400 }));
+    expect(await runAt("head_invalidation", "5".repeat(40))).toEqual([1400]);
   });
 
-  test("a delivery merged into a pending invalidation keeps the earlier run time", async () => {
+  test("an acceptance answers the head's shared generation and the pull request's evaluation generation (none for a rerequest)", async () => {
+    await open();
+    expect(await trigger("d1", 4)).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1 });
+    expect(await trigger("d2", 4)).toEqual({ kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2 });
+    expect(await trigger("d3", 5)).toEqual({ kind: "accepted", sharedGeneration: 3, evaluationGeneration: 1 });
+    expect(await trigger("d4", null)).toEqual({ kind: "accepted", sharedGeneration: 4, evaluationGeneration: null });
+    expect(await trigger("d1", 4)).toEqual({ kind: "duplicate" });
+  });
+
+  test("a delivery merged into pending work keeps that work's earlier run time", async () => {
     await open();
     await trigger("d1", 4, head, 1000); // due at once (no fast path)
-    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d2", event: "pull_request_review", action: "submitted", pullNumber: 4, headSha: head, now: 1100, invalidationRunAt: 9000 }));
-    expect((await claim("w", 1100))!.kind).toBe("head_invalidation");
+    await held("d2", 4, 1100, 9000);
+    expect(await runAt("head_invalidation")).toEqual([1000]);
+    expect(await runAt("evaluation")).toEqual([1000]);
   });
 
   test("within a kind, webhook-driven evaluations are claimed before background ones queued earlier", async () => {

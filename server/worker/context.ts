@@ -1,6 +1,7 @@
 import type { ForgeClient, Priority } from "../forge/index.ts";
 import type { EvaluationSettings } from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { PullHandoff } from "../ingress/pull-handoff.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { JobRow, RepositoryRef, Store } from "../store/index.ts";
 import type { Evaluator } from "./evaluator.ts";
@@ -20,6 +21,8 @@ export type WorkerContext = {
   readonly guardTimeoutMs: number;
   /** Bound on the fan-out's best-effort check resets. */
   readonly resetTimeoutMs: number;
+  /** The fast path's reads of pull requests, handed to the evaluations their deliveries queued (server/ingress/pull-handoff.ts). */
+  readonly pullHandoff?: PullHandoff;
   /** Called with each published or reset check transition (the demo prints them). */
   readonly onTransition?: (event: CheckTransition) => void;
 };

@@ -18,14 +18,17 @@ export type DirectTrigger = RepositoryRef & {
   readonly headSha: string;
   readonly now: number;
   /**
-   * When the exact-head invalidation row becomes claimable: the deadline of the fast path that will follow the acceptance
-   * (it settles the row when it succeeds; expediteHeadInvalidation when it cannot), so that no worker lists and resets the
-   * check meanwhile; now when absent (no fast path follows). A row already pending keeps an earlier run time.
+   * When the delivery's work rows become claimable: the deadline of the fast path that follows the acceptance, which releases
+   * them as it ends (releaseFastPathWork); now when absent (no fast path follows). Held, no worker lists and resets the check
+   * the fast path is resetting or creating, and no evaluation starts before the check is reset (its publication would be
+   * fenced) or without the fast path's read of the pull request (pull-handoff.ts). A row already pending keeps an earlier
+   * run time.
    */
-  readonly invalidationRunAt?: number;
+  readonly heldUntil?: number;
 };
 
-export type DirectTriggerOutcome = { readonly kind: "accepted"; readonly sharedGeneration: number } | { readonly kind: "duplicate" };
+/** `evaluationGeneration`: the pull request's E after the acceptance (null for a rerequest, mapped by head alone). */
+export type DirectTriggerOutcome = { readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null } | { readonly kind: "duplicate" };
 
 /** A retained duplicate: its stored head, and whether that head's invalidation for its generation is still pending. */
 export type DuplicateDelivery = { readonly headSha: string | null; readonly sharedGeneration: number | null; readonly pullNumber: number | null; readonly invalidationPending: boolean };
@@ -39,14 +42,18 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
   if ((yield* dialect()) === "postgresql") {
     // The webhook hot path: one statement and one round trip (profiled, issue 5). The same effect as the steps below.
     const [row] = yield* batch([acceptInOneStatement(input)], { last: true });
-    return row === null ? { kind: "duplicate" } : { kind: "accepted", sharedGeneration: (row as { shared_generation: number }).shared_generation };
+    if (row === null) return { kind: "duplicate" };
+    const accepted = row as { shared_generation: number; evaluation_generation: number | null };
+    return { kind: "accepted", sharedGeneration: accepted.shared_generation, evaluationGeneration: accepted.evaluation_generation === null ? null : Number(accepted.evaluation_generation) };
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
-  const [advanced] = yield* batch([
-    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now, input.invalidationRunAt),
+  const [advanced, pulled] = yield* batch([
+    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now, input.heldUntil),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
   ], { last: true });
-  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation };
+  // advanceHeadAndQueue's second statement advances the pull request's E when there is one.
+  const evaluationGeneration = input.pullNumber === null ? null : (pulled as { evaluation_generation: number }).evaluation_generation;
+  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration };
 }
 
 /**
@@ -57,7 +64,8 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
  *
  * PostgreSQL runs the parts of one statement in no documented order, so each part reads the one before it in the store's
  * lock order (store.ts): the pull request's row is written from `head`'s output, the invalidation row only after `pull`
- * exists, the evaluation row only after `invalidation`, and the delivery row only after both work rows.
+ * exists, the evaluation row only after `invalidation`, and the delivery row only after both work rows. It answers the new S
+ * and E (null E for a rerequest).
  */
 function acceptInOneStatement(input: DirectTrigger): Query {
   return query(
@@ -82,19 +90,21 @@ function acceptInOneStatement(input: DirectTrigger): Query {
       ), evaluation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
         select 'evaluation', 4, $1::bigint, $2::bigint, $3::text, $4::text, $6::integer, $5::text, evaluation_generation,
-          coalesce((select authority_epoch from installation_epochs where installation_id = $1::bigint), 0), $7::bigint, $7::bigint, $7::bigint from pull
+          coalesce((select authority_epoch from installation_epochs where installation_id = $1::bigint), 0), $11::bigint, $7::bigint, $7::bigint from pull
         where exists (select 1 from invalidation)
         on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
         do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
           repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}
         returning 1
+      ), delivery as (
+        insert into webhook_deliveries (delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, received_at_ms, shared_generation)
+        select $8::text, $9::text, $10::text, $1::bigint, $2::bigint, $6::integer, $5::text, $7::bigint, shared_generation from head
+        where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
+        returning shared_generation
       )
-      insert into webhook_deliveries (delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, received_at_ms, shared_generation)
-      select $8::text, $9::text, $10::text, $1::bigint, $2::bigint, $6::integer, $5::text, $7::bigint, shared_generation from head
-      where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
-      returning shared_generation`,
+      select shared_generation, (select evaluation_generation from pull) as evaluation_generation from delivery`,
     input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
-    input.invalidationRunAt ?? input.now,
+    input.heldUntil ?? input.now,
   );
 }
 
@@ -139,11 +149,18 @@ export function* markHeadInvalidated(input: { readonly repositoryId: number; rea
 }
 
 /**
- * A fast path that will not settle the head (it failed, ran out of time, or left the work to the invalidation job: a closed
- * pull request, a rerequest) makes the head's pending invalidation row claimable now instead of at its deadline.
+ * The fast path of a delivery accepted with `heldUntil` ended: its pull request's pending evaluation becomes claimable now, and
+ * so does the head's pending invalidation when the fast path did not settle it (it failed, ran out of time, or leaves the head
+ * to the invalidation job: a closed pull request, a rerequest). Rows due earlier keep their run time.
  */
-export function* expediteHeadInvalidation(input: { readonly repositoryId: number; readonly headSha: string; readonly now: number }): Op<void> {
-  yield* run("update jobs set run_at_ms = $3 where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $2 and run_at_ms > $3", input.repositoryId, input.headSha, input.now);
+export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly invalidation: boolean; readonly now: number }): Op<void> {
+  // The store's lock order (store.ts): the head's invalidation row before the pull request's evaluation row.
+  const held = "state = 'pending' and repository_id = $1 and run_at_ms > $2";
+  if (!input.invalidation && input.pullNumber === null) return;
+  yield* batch([
+    ...(input.invalidation ? [query("run", `update jobs set run_at_ms = $2 where kind = 'head_invalidation' and ${held} and head_sha = $3`, input.repositoryId, input.now, input.headSha)] : []),
+    ...(input.pullNumber !== null ? [query("run", `update jobs set run_at_ms = $2 where kind = 'evaluation' and ${held} and pull_number = $3`, input.repositoryId, input.now, input.pullNumber)] : []),
+  ], { last: true });
 }
 
 /**

@@ -98,17 +98,17 @@ function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number
  * The evaluation row at the pull request's current evaluation generation and the installation's current authority epoch;
  * `background` when a reconciler scan or a fan-out asked for it (0003_background_work).
  */
-function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, now: number, background: boolean): Query {
+function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: string, now: number, background: boolean, runAt: number = now): Query {
   return query(
     "run",
     `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms, background)
      values ('evaluation', 4, $1, $2, $3, $4, $5, $6,
        (select evaluation_generation from pull_generations where repository_id = $2 and pull_number = $5),
-       coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $7, $7, $7, $8)
+       coalesce((select authority_epoch from installation_epochs where installation_id = $1), 0), $9, $7, $7, $8)
      on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
      do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
        repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}`,
-    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now, background ? 1 : 0,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, pullNumber, headSha, now, background ? 1 : 0, runAt,
   );
 }
 
@@ -127,8 +127,8 @@ export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: num
     ...heads.map((head) => advanceSharedGeneration(repo, head, now)),
     ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
     ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
-    ...heads.map((head) => queueHeadInvalidation(repo, head, now, work.invalidationRunAt ?? now)),
-    ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true)),
+    ...heads.map((head) => queueHeadInvalidation(repo, head, now, work.heldUntil ?? now)),
+    ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true, work.heldUntil ?? now)),
   ];
 }
 
@@ -140,10 +140,10 @@ export type AdvanceWork = {
   /** A head whose invalidation reached `generation` (I := max(I, generation)); its pending invalidation row goes when I = S. */
   readonly invalidated?: { readonly headSha: string; readonly generation: number };
   /**
-   * When the heads' invalidation rows become claimable: later than now only while a fast path that will settle them is in
-   * flight (its deadline), so that no worker lists and resets what that fast path is doing; now when absent.
+   * When the new work rows become claimable: later than now only while a fast path is in flight (its deadline), which
+   * releases them when it ends (releaseFastPathWork); now when absent. A row already pending keeps an earlier run time.
    */
-  readonly invalidationRunAt?: number;
+  readonly heldUntil?: number;
   /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
   readonly background?: boolean;
 };
@@ -202,6 +202,6 @@ export function* queueInstallationFanout(installationId: number, authorityEpoch:
  * Advances the head's shared generation and the pull request's evaluation generation and queues the exact-head invalidation
  * and the evaluation (spec "Generations" 1 and 2), as one batch; its first row carries the new shared generation.
  */
-export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number, invalidationRunAt = now): Query[] {
-  return advanceAndQueue(repo, { heads: [headSha], pulls: pullNumber === null ? [] : [{ number: pullNumber, headSha }], invalidationRunAt }, now);
+export function advanceHeadAndQueue(repo: RepositoryRef, headSha: string, pullNumber: number | null, now: number, heldUntil = now): Query[] {
+  return advanceAndQueue(repo, { heads: [headSha], pulls: pullNumber === null ? [] : [{ number: pullNumber, headSha }], heldUntil }, now);
 }

@@ -24,6 +24,10 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
   const before = await fencesAt(rowHead);
   const captured = { shared: before.shared, evaluation: before.evaluation };
+  // The fast path's read of this pull request, when it was made after the acceptance of the generation captured here.
+  const handed = Number(row.evaluation_generation) === captured.evaluation
+    ? ctx.pullHandoff?.take(repository.repositoryId, pullNumber, { headSha: rowHead, evaluationGeneration: captured.evaluation, nowMs: ctx.now() }) ?? null
+    : null;
 
   const started = performance.now();
   const gathered = await ctx.forge.gatherEvidence(
@@ -31,6 +35,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     {
       planLookups: (evidence, known) => evaluator.plan(evidence, known, signal), signal, priority: priorityOf(row),
       organizationPolicyReuse: { authorityEpoch: before.authorityEpoch, nowMs: ctx.now() },
+      ...(handed ? { knownPullRequest: handed } : {}),
     },
   );
   if (gathered.kind === "unavailable") {
