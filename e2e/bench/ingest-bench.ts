@@ -94,7 +94,7 @@ writeFileSync(join(dir, "secret"), SECRET);
 // The simulator runs as its own process so that its work does not compete with the load generator's event loop.
 // BENCH_SIMULATOR_PROFILE_DIR: the simulator writes a CPU profile (Markdown) there when it stops.
 const simulatorProfile = process.env.BENCH_SIMULATOR_PROFILE_DIR ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_SIMULATOR_PROFILE_DIR}`] : [];
-const simulator = Bun.spawn([process.execPath, ...simulatorProfile, join(import.meta.dir, "..", "forge", "serve.ts"), "--seed", "--app-private-key-file", join(dir, "key.pem"), "--extra-pull-requests", String(PULL_REQUESTS - 1)], { stdout: "pipe", stderr: "inherit" });
+const simulator = Bun.spawn([process.execPath, ...simulatorProfile, join(import.meta.dir, "..", "..", "server", "simulator", "serve.ts"), "--seed", "--app-private-key-file", join(dir, "key.pem"), "--extra-pull-requests", String(PULL_REQUESTS - 1)], { stdout: "pipe", stderr: "inherit" });
 const reader = (simulator.stdout as ReadableStream<Uint8Array>).getReader();
 let line = "";
 while (!line.includes("\n")) {
