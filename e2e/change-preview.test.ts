@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { countsSince } from "../server/simulator/request-counter.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
 
 /**
  * The change preview end to end (issue 19 item 2), in-process on both backends against the forge simulator: a pull request
@@ -17,7 +17,7 @@ describe.each(BACKENDS)("change preview on %s", (backend) => {
   let h: ServiceHarness;
   afterEach(async () => h?.stop());
 
-  const drained = () => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h.service.url}/metrics`)).text()), "the queue to drain");
+  const drained = () => h.waitForDrainedQueue();
   const contentReads = async (act: () => Promise<void>) => {
     const before = h.sim.counter.snapshot();
     const logged = h.sim.requests.length;

@@ -25,6 +25,12 @@ const checkRequests = (rig: Rig, from: number) => requestsSince(rig, from).filte
 async function waitForConclusion(rig: Rig, conclusion: string, headSha = rig.scenario.headSha) {
   await waitUntil(() => checkRuns(rig, headSha)[0]?.conclusion === conclusion, `a ${conclusion} check\n${rig.logs.slice(-8).join("")}`, 20_000);
 }
+/** One scan, its check at `conclusion`, and the queue drained. */
+async function scanAndSettle(rig: Rig, conclusion: string) {
+  await rig.reconciler.runOnce();
+  await waitForConclusion(rig, conclusion);
+  await drained(rig);
+}
 
 describe.each(BACKENDS)("forge request economy on %s", (backend) => {
   let rig: Rig | undefined;
@@ -55,9 +61,7 @@ describe.each(BACKENDS)("forge request economy on %s", (backend) => {
 
   test("an evaluation whose result is unchanged sends no check write; a changed result sends one PATCH and lists no check runs", async () => {
     rig = await startRig(backend, ["alice"]);
-    await rig.reconciler.runOnce();
-    await waitForConclusion(rig, "failure");
-    await drained(rig);
+    await scanAndSettle(rig, "failure");
     const [published] = checkRuns(rig);
 
     let from = rig.sim.requests.length;
@@ -80,17 +84,13 @@ describe.each(BACKENDS)("forge request economy on %s", (backend) => {
 
   test("a check deleted on the forge is recreated: the write by its remembered ID answers 404, the check is looked up and created again", async () => {
     rig = await startRig(backend, ["alice"]);
-    await rig.reconciler.runOnce();
-    await waitForConclusion(rig, "failure");
-    await drained(rig);
+    await scanAndSettle(rig, "failure");
     const [gone] = checkRuns(rig);
     rig.sim.control.state.checkRuns.delete(gone!.id);
 
     const from = rig.sim.requests.length;
     await rig.sim.control.submitReview({ ...pr(), user: "bob", state: "APPROVED" });
-    await rig.reconciler.runOnce();
-    await waitForConclusion(rig, "success");
-    await drained(rig);
+    await scanAndSettle(rig, "success");
     expect(checkRequests(rig, from).map(listed)).toEqual([
       "PATCH /repos/acme/web/check-runs/{id} 404",
       "GET /repos/acme/web/commits/{sha}/check-runs listed",
@@ -103,9 +103,7 @@ describe.each(BACKENDS)("forge request economy on %s", (backend) => {
 
   test("a completing write that failed leaves no digest behind: the same result is written again after the reset", async () => {
     rig = await startRig(backend, ["alice", "bob"]);
-    await rig.reconciler.runOnce();
-    await waitForConclusion(rig, "success");
-    await drained(rig);
+    await scanAndSettle(rig, "success");
     // alice's approval is dismissed (delivery lost); the failure's write fails, so the check is reset to in progress...
     const alice = rig.sim.control.mustPull("acme", "web", rig.scenario.pullNumber).reviews.find((r) => r.userLogin === "alice")!;
     await rig.sim.control.dismissReview({ ...pr(), reviewId: alice.id });
@@ -131,7 +129,7 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
     for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pr, user, state: "APPROVED" });
     await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
     const before = h.transitions.length;
     await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "carol", state: "active" });
     await waitUntil(() => h!.transitions.slice(before).some((t) => t.headSha === sha && t.status === "in_progress"), "the fan-out's reset");
@@ -143,15 +141,14 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
     const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
     await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
-    const drainedQueue = () => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
-    await drainedQueue();
+    await h.waitForDrainedQueue();
     const pullReads = (from: number) => h!.sim.requests.slice(from).filter((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`).length;
     for (const user of ["alice", "bob"]) {
       const from = h.sim.requests.length;
       const before = h.transitions.length;
       await h.sim.control.submitReview({ ...pr, user, state: "APPROVED" });
       await waitUntil(() => h!.transitions.slice(before).some((t) => t.headSha === sha && t.status === "completed"), `${user}'s approval evaluated`);
-      await drainedQueue();
+      await h.waitForDrainedQueue();
       expect(pullReads(from)).toBe(1);
     }
     await h.waitForCheck(sha, { status: "completed", conclusion: "success" });
@@ -177,12 +174,12 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
     const readme = await readmePullRequests(h);
     await h.sim.control.submitReview({ owner: "acme", repo: "web", number: readme[1]!.number, user: "frank", state: "COMMENTED" });
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
 
     let from = h.sim.requests.length;
     await h.sim.control.setTeamMembership({ org: "acme", team: "docs", user: "frank", state: "active" });
     await waitUntil(() => reviewsRead(h!, from).length >= 2, "the affected evaluations");
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
     // Owners naming @acme/docs, and frank's review: two of the four open pull requests.
     expect(reviewsRead(h, from)).toEqual([pr.number, readme[1]!.number].sort());
 
@@ -190,7 +187,7 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     from = h.sim.requests.length;
     await h.sim.control.setOrgMembership({ org: "acme", user: "grace", state: "active" });
     await Bun.sleep(300);
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
     expect(reviewsRead(h, from)).toEqual([]);
     expect(h.checks(sha)[0]).toMatchObject({ status: "completed", conclusion: "failure" });
   }, 60_000);
@@ -209,12 +206,12 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
     const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
     await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
 
     let from = h.sim.requests.length;
     await h.sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
     await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h!.service.url}/metrics`)).text()), "the queue to drain");
+    await h.waitForDrainedQueue();
     const writes = h.sim.requests.slice(from).filter((r) => r.path.includes("check-runs")).map((r) => `${r.method} ${r.status}`);
     expect(writes).toEqual(["PATCH 200", "PATCH 200"]); // the fast path's reset, then the result: no listing
     const [kept] = h.checks(sha);

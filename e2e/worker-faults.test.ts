@@ -94,7 +94,7 @@ describe.each(BACKENDS)("worker under races and faults on %s", (backend) => {
   }, 60_000);
 
   /** Waits until no job is pending or leased (an evaluation whose work merged while it ran may publish once more). */
-  const drained = () => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h.service.url}/metrics`)).text()), "the queue to drain");
+  const drained = () => h.waitForDrainedQueue();
   /** Waits until an evaluation that began after log line `logsBefore` was retried for incomplete evidence, or a success appeared. */
   const retriedOrSucceeded = (logsBefore: number, headSha: string, transitionsBefore: number) => waitUntil(
     () => h.logs.slice(logsBefore).some((line) => line.includes("job will be retried") && line.includes('"code":"evidence_incomplete"'))

@@ -86,7 +86,7 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     await waitUntil(() => reset() !== -1, "the closing event's reset");
     await waitUntil(() => h.transitions.some((t, i) => i > reset() && t.headSha === head && t.status === "completed"), "the closed pull request's result");
     // The head's invalidation job may reset the check once more after that result; what stands once all work is done counts.
-    await waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${h.service.url}/metrics`)).text()), "the queue to drain", 30_000);
+    await h.waitForDrainedQueue(30_000);
     expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
   }, 60_000);
 

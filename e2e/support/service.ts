@@ -26,6 +26,8 @@ export type ServiceHarness = {
   checks(headSha: string): Array<{ id: number; status: string; conclusion: string | null; output: { title: string | null; summary: string | null; text: string | null } }>;
   /** Waits until the managed check on headSha matches, or throws with what it saw. */
   waitForCheck(headSha: string, expected: { status: string; conclusion?: string | null }, timeoutMs?: number): Promise<void>;
+  /** Waits until the service's queue is empty (`service_queue_depth 0`). */
+  waitForDrainedQueue(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -81,6 +83,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
         await Bun.sleep(25);
       }
     },
+    waitForDrainedQueue: (timeoutMs?: number) => waitUntil(async () => /^service_queue_depth 0$/m.test(await (await fetch(`${service.url}/metrics`)).text()), "the queue to drain", timeoutMs),
     async stop() {
       for (const replica of replicas) await replica.stop();
       await service.stop();

@@ -25,6 +25,19 @@ import { useExplanation } from "./use-explanation.ts";
 
 const FRAGMENT_DELAY_MS = 50;
 
+/** Where the code-owners file sits, or none: the service's own precedence list. */
+function CodeownersLocationSelect(props: { label: string; value: CodeownersLocation | null; onChange: (location: CodeownersLocation | null) => void }) {
+  return (
+    <label>
+      Location{" "}
+      <select aria-label={props.label} value={props.value ?? "none"} onChange={(event) => props.onChange(event.target.value === "none" ? null : (event.target.value as CodeownersLocation))}>
+        {CODEOWNERS_LOCATIONS.map((l) => <option key={l} value={l}>{l}</option>)}
+        <option value="none">no code-owners file</option>
+      </select>
+    </label>
+  );
+}
+
 function PolicyInput(props: { id: string; name: string; read: Evidence["repositoryPolicy"]; path: string; errors: readonly { location: string; message: string }[]; onChange: (read: Evidence["repositoryPolicy"]) => void; absentMeans: string }) {
   const present = props.read.kind !== "missing";
   return (
@@ -160,13 +173,7 @@ export function App() {
         <div className="inputs">
           <section aria-labelledby="h-codeowners">
             <h2 id="h-codeowners">CODEOWNERS</h2>
-            <label>
-              Location{" "}
-              <select aria-label="CODEOWNERS location" value={location ?? "none"} onChange={(event) => update((e) => withCodeownersAt(e, event.target.value === "none" ? null : (event.target.value as CodeownersLocation), codeownersText))}>
-                {CODEOWNERS_LOCATIONS.map((l) => <option key={l} value={l}>{l}</option>)}
-                <option value="none">no code-owners file</option>
-              </select>
-            </label>
+            <CodeownersLocationSelect label="CODEOWNERS location" value={location} onChange={(at) => update((e) => withCodeownersAt(e, at, codeownersText))} />
             {file !== null && file.read.kind === "found" ? (
               <LineEditor id="codeowners" label="CODEOWNERS" value={codeownersText} onChange={(text) => update((e) => withCodeownersAt(e, location, text))} marks={marks} highlight={highlight === null ? null : { line: highlight.line, request: highlight.n }} key={`${location}`} />
             ) : file !== null ? (
@@ -191,13 +198,7 @@ export function App() {
                 <p className="hint">
                   The file as the pull request's head has it. The decision keeps using the file above (the base commit); what this one would change once merged is shown beside the decision.
                 </p>
-                <label>
-                  Location{" "}
-                  <select aria-label="CODEOWNERS location after this pull request" value={headLocation ?? "none"} onChange={(event) => update((e) => withHeadCodeownersAt(e, event.target.value === "none" ? null : (event.target.value as CodeownersLocation), headText))}>
-                    {CODEOWNERS_LOCATIONS.map((l) => <option key={l} value={l}>{l}</option>)}
-                    <option value="none">no code-owners file</option>
-                  </select>
-                </label>
+                <CodeownersLocationSelect label="CODEOWNERS location after this pull request" value={headLocation} onChange={(at) => update((e) => withHeadCodeownersAt(e, at, headText))} />
                 {headFile !== null && headFile.read.kind === "found" ? (
                   <LineEditor id="codeowners-after" label="CODEOWNERS after this pull request" value={headText} onChange={(text) => update((e) => withHeadCodeownersAt(e, headLocation, text))} marks={headMarks} highlight={headHighlight === null ? null : { line: headHighlight.line, request: headHighlight.n }} key={`after-${headLocation}`} />
                 ) : headFile !== null ? (
