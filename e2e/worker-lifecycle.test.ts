@@ -95,15 +95,19 @@ describe.each(BACKENDS)("worker lifecycle on %s", (backend) => {
     const head = await pushFailingHead("1\n");
     await approveByBothOwners();
     await h.waitForCheck(head, { status: "completed", conclusion: "success" });
-    // The closing event's fast path and then the head's invalidation job each read the check for 1.5 s, so the closed pull
-    // request's evaluation reaches publication while the invalidation is still running (I < S).
-    h.sim.injectFault({ kind: "slow", delayMs: 1_500, path: `/repos/acme/web/commits/${head}/check-runs`, times: 2 });
-    const before = h.transitions.length;
+    await h.waitForDrainedQueue();
+    // The closing event's fast path and then the head's invalidation job each reset the check (by its remembered ID) for 1.5 s,
+    // so the closed pull request's evaluation reaches publication while the invalidation is still running (I < S).
+    const { id } = h.checks(head)[0]!;
+    h.sim.injectFault({ kind: "slow", delayMs: 1_500, method: "PATCH", path: `/repos/acme/web/check-runs/${id}`, times: 2 });
+    const logged = h.logs.length;
     await h.sim.control.setPullRequestState({ ...pullRequest(), state: "closed" });
-    await waitUntil(() => h.transitions.some((t, i) => i >= before && t.headSha === head && t.status === "in_progress"), "the invalidation's reset", 15_000);
-    const reset = h.transitions.reduce((last, t, i) => (t.headSha === head && t.status === "in_progress" ? i : last), -1);
-    await waitUntil(() => h.transitions.some((t, i) => i > reset && t.headSha === head && t.status === "completed"), "the closed pull request's result after the invalidation", 20_000);
+    await h.waitForCheck(head, { status: "in_progress" });
+    // Once all work is done, what stands is the closed pull request's result, not the invalidation's check in progress.
+    await h.waitForDrainedQueue(30_000);
     expect(h.checks(head)[0]).toMatchObject({ status: "completed", conclusion: "success" });
+    // The race did happen: the evaluation's publication was refused and it ran again.
+    expect(h.logs.slice(logged).some((line) => line.includes('"code":"publication_fenced"'))).toBe(true);
   }, 60_000);
 
   test("closing one of two pull requests on a shared head lets the open one publish, and the closed one never overrides it", async () => {
