@@ -29,8 +29,8 @@ export type FastPathInput = {
 
 /**
  * `settling`: the fast path marked the head invalidated for its generation (the pending invalidation row goes when that
- * caught up with S); false when it leaves the head to the invalidation job (a rerequest, a pull request no longer open), which
- * then runs at once.
+ * caught up with S) and so released the delivery's evaluation; false when it leaves the head to the invalidation job (a
+ * rerequest, a pull request no longer open), which then runs at once.
  */
 export type FastPathResult = { readonly reset: boolean; readonly liveHeadQueued: boolean; readonly settling: boolean };
 
@@ -123,9 +123,10 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     liveHeadQueued = true;
   }
   // A pull request that left the head (closed) may leave another open pull request alone on it: only the invalidation job,
-  // which fans evaluation out to the open pull requests on the head, may settle that generation.
+  // which fans evaluation out to the open pull requests on the head, may settle that generation. Settling is the fast path's
+  // last step: the same statement releases this delivery's evaluation.
   if (pull.state === "open") {
-    await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now() }, { last: true }));
+    await store.execute(() => markHeadInvalidated({ repositoryId: input.repository.repositoryId, headSha: input.headSha, generation: input.sharedGeneration, now: deps.now(), releaseEvaluationOf: input.pullNumber! }, { last: true }));
   }
   return { reset, liveHeadQueued, settling: pull.state === "open" };
 }

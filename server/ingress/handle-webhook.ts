@@ -152,7 +152,9 @@ async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
   } catch (error) {
     deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
   }
-  const release = { repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber, invalidation: result === null || !result.settling, now: deps.now() };
+  // A fast path that settled its head released its evaluation as it did (markHeadInvalidated).
+  if (result?.settling) return result;
+  const release = { repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber, now: deps.now() };
   // Best effort: without it the rows still run at the deadline they were accepted with.
   await deps.store.execute(() => releaseFastPathWork(release)).catch(() => {});
   return result;

@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation,
-  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordLiveHead, rememberHeadCheck,
+  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordLiveHead, releaseFastPathWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -36,11 +36,13 @@ function round(store: Store, n: number): Promise<unknown>[] {
   const onHead = PULLS.filter((p) => p.headSha === pull.headSha).map((p) => p.number);
   const lease = { name: "reconciler", owner: "reconciler-test", ttlMs: 60_000 };
   return [
-    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d${n}`, event: "pull_request_review", action: "submitted", pullNumber: pull.number, headSha: pull.headSha, now })),
+    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d${n}`, event: "pull_request_review", action: "submitted", pullNumber: pull.number, headSha: pull.headSha, now, heldUntil: now + 5_000 })),
     store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `r${n}`, event: "check_run", action: "rerequested", pullNumber: null, headSha: pull.headSha, now })),
     store.execute(() => finishHeadInvalidation(repo, pull.headSha, 1, shuffled(onHead, n), now)),
     store.execute(() => supersedeAndQueue(repo, shuffled(PULLS, n + 7), now)),
-    store.execute(() => markHeadInvalidated({ repositoryId: repo.repositoryId, headSha: pull.headSha, generation: 1, now }, { last: true })),
+    // A fast path ends by settling its head (releasing its evaluation with it), or by releasing its held work.
+    store.execute(() => markHeadInvalidated({ repositoryId: repo.repositoryId, headSha: pull.headSha, generation: 1, now, releaseEvaluationOf: pull.number }, { last: true })),
+    store.execute(() => releaseFastPathWork({ repositoryId: repo.repositoryId, headSha: pull.headSha, pullNumber: PULLS[(n + 4) % PULLS.length]!.number, now })),
     store.execute(() => recordLiveHead({ ...repo, pullNumber: pull.number, headSha: HEADS[(n + 1) % HEADS.length]!, now })),
     store.execute(() => acceptBaseRefPush({ ...repo, deliveryId: `p${n}`, action: null, baseRef: `b${n % 2}`, now })),
     store.execute(() => acceptAuthorityEvent({ deliveryId: `a${n}`, event: "team", action: "edited", installationId: repo.installationId, scope: { kind: "repositories", repositories: [repo] }, now }), { exclusiveGuard: { installationId: repo.installationId, timeoutMs: 5_000 } }),

@@ -68,19 +68,29 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect((await claim("w", 6000))!.kind).toBe("evaluation");
   });
 
-  test("a fast path that settled the head releases the evaluation only; one that did not releases the invalidation too", async () => {
+  test("a fast path that did not settle its head releases the head's invalidation and the pull request's evaluation", async () => {
     await open();
     await held("d1", 4, 1000, 6000);
-    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, invalidation: false, now: 1200 }));
-    expect(await runAt("evaluation")).toEqual([1200]);
-    expect(await runAt("head_invalidation")).toEqual([6000]);
-    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, invalidation: true, now: 1300 }));
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1300 }));
     expect(await runAt("head_invalidation")).toEqual([1300]);
-    expect(await runAt("evaluation")).toEqual([1200]); // due earlier: kept
+    expect(await runAt("evaluation")).toEqual([1300]);
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1400 }));
+    expect(await runAt("evaluation")).toEqual([1300]); // due earlier: kept
     // A rerequest (no pull request) releases its head's invalidation.
     await held("d2", null, 1000, 6000, "5".repeat(40));
-    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: "5".repeat(40), pullNumber: null, invalidation: true, now: 1400 }));
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: "5".repeat(40), pullNumber: null, now: 1400 }));
     expect(await runAt("head_invalidation", "5".repeat(40))).toEqual([1400]);
+  });
+
+  test("a fast path that settles the head releases its evaluation in the same operation, and leaves other pull requests' work held", async () => {
+    await open();
+    await held("d1", 4, 1000, 6000);
+    await held("d2", 5, 1000, 6000, "6".repeat(40));
+    const settled = await store.execute(() => markHeadInvalidated({ repositoryId: 300, headSha: head, generation: 1, now: 1200, releaseEvaluationOf: 4 }, { last: true }));
+    expect(settled).toBe(true);
+    expect(await runAt("head_invalidation")).toEqual([]);
+    expect(await runAt("evaluation")).toEqual([1200]);
+    expect(await runAt("evaluation", "6".repeat(40))).toEqual([6000]);
   });
 
   test("an acceptance answers the head's shared generation and the pull request's evaluation generation (none for a rerequest)", async () => {

@@ -19,10 +19,10 @@ export type DirectTrigger = RepositoryRef & {
   readonly now: number;
   /**
    * When the delivery's work rows become claimable: the deadline of the fast path that follows the acceptance, which releases
-   * them as it ends (releaseFastPathWork); now when absent (no fast path follows). Held, no worker lists and resets the check
-   * the fast path is resetting or creating, and no evaluation starts before the check is reset (its publication would be
-   * fenced) or without the fast path's read of the pull request (pull-handoff.ts). A row already pending keeps an earlier
-   * run time.
+   * them as it ends (markHeadInvalidated, or releaseFastPathWork); now when absent (no fast path follows). Held, no worker
+   * lists and resets the check the fast path is resetting or creating, and no evaluation starts before the check is reset
+   * (its publication would be fenced) or without the fast path's read of the pull request (pull-handoff.ts). A row already
+   * pending keeps an earlier run time.
    */
   readonly heldUntil?: number;
 };
@@ -130,36 +130,48 @@ export function* recordLiveHead(input: RepositoryRef & { readonly pullNumber: nu
 
 /**
  * The fast path reset (or rightly skipped) the managed check for `generation`: I := max(I, generation). When that catches I
- * up with S, the pending exact-head invalidation row has nothing left to do and goes (a leased one is the worker's). One
- * batch; `last` when it is the whole operation (it then commits with it).
+ * up with S, the pending exact-head invalidation row has nothing left to do and goes (a leased one is the worker's). With
+ * `releaseEvaluationOf` the fast path ends here: that pull request's held evaluation is released by the same statement, one
+ * write per delivery fewer than releaseFastPathWork after it. One batch; `last` when it is the whole operation (it then
+ * commits with it).
  */
-export function* markHeadInvalidated(input: { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number }, options: { readonly last?: boolean } = {}): Op<boolean> {
+export function* markHeadInvalidated(input: { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number; readonly releaseEvaluationOf?: number }, options: { readonly last?: boolean } = {}): Op<boolean> {
   let head: { shared_generation: number; invalidated_generation: number } | null;
+  const release = input.releaseEvaluationOf;
   if ((yield* dialect()) === "postgresql") {
     // One statement (the fast path runs this after every accepted trigger, issue 5); the same effect as the batch below. The
-    // delete depends on the head's row, so the head row is locked first (the store's lock order).
-    const [row] = yield* batch([query("one", `with head as (${ADVANCE_INVALIDATED_SQL}), settled as (${SETTLE_INVALIDATION_SQL} and exists (select 1 from head where invalidated_generation >= shared_generation))
-      select shared_generation, invalidated_generation from head`, input.repositoryId, input.headSha, input.generation, input.now)], options);
+    // delete depends on the head's row and the release on the delete, so the rows are locked in the store's lock order: the
+    // head, its invalidation row, then the pull request's evaluation row.
+    const released = release === undefined ? "" : `, released as (${releaseEvaluationSql("$1", "$4", "$5")} and (select count(*) from settled) >= 0)`;
+    const [row] = yield* batch([query("one", `with head as (${ADVANCE_INVALIDATED_SQL}), settled as (${SETTLE_INVALIDATION_SQL} and exists (select 1 from head where invalidated_generation >= shared_generation) returning 1)${released}
+      select shared_generation, invalidated_generation from head`, input.repositoryId, input.headSha, input.generation, input.now, ...(release === undefined ? [] : [release]))], options);
     head = row as typeof head;
   } else {
-    const [row] = yield* batch([advanceInvalidatedGeneration(input), settleHeadInvalidation(input)], options);
+    const [row] = yield* batch([advanceInvalidatedGeneration(input), settleHeadInvalidation(input), ...(release === undefined ? [] : [releaseEvaluation(input.repositoryId, release, input.now)])], options);
     head = row as typeof head;
   }
   return head !== null && head.invalidated_generation >= head.shared_generation;
 }
 
+/** The pull request's held evaluation row becomes claimable now; a row due earlier keeps its run time. Placeholders given. */
+const releaseEvaluationSql = (repositoryId: string, now: string, pullNumber: string) =>
+  `update jobs set run_at_ms = ${now} where kind = 'evaluation' and state = 'pending' and repository_id = ${repositoryId} and pull_number = ${pullNumber} and run_at_ms > ${now}`;
+
+function releaseEvaluation(repositoryId: number, pullNumber: number, now: number) {
+  return query("run", releaseEvaluationSql("$1", "$2", "$3"), repositoryId, now, pullNumber);
+}
+
 /**
- * The fast path of a delivery accepted with `heldUntil` ended: its pull request's pending evaluation becomes claimable now, and
- * so does the head's pending invalidation when the fast path did not settle it (it failed, ran out of time, or leaves the head
- * to the invalidation job: a closed pull request, a rerequest). Rows due earlier keep their run time.
+ * The fast path of a delivery accepted with `heldUntil` ended without settling its head (it failed, ran out of time, or leaves
+ * the head to the invalidation job: a closed pull request, a rerequest; markHeadInvalidated releases the evaluation of one
+ * that settled): the head's pending invalidation and the pull request's pending evaluation become claimable now. Rows due
+ * earlier keep their run time.
  */
-export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly invalidation: boolean; readonly now: number }): Op<void> {
+export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly now: number }): Op<void> {
   // The store's lock order (store.ts): the head's invalidation row before the pull request's evaluation row.
-  const held = "state = 'pending' and repository_id = $1 and run_at_ms > $2";
-  if (!input.invalidation && input.pullNumber === null) return;
   yield* batch([
-    ...(input.invalidation ? [query("run", `update jobs set run_at_ms = $2 where kind = 'head_invalidation' and ${held} and head_sha = $3`, input.repositoryId, input.now, input.headSha)] : []),
-    ...(input.pullNumber !== null ? [query("run", `update jobs set run_at_ms = $2 where kind = 'evaluation' and ${held} and pull_number = $3`, input.repositoryId, input.now, input.pullNumber)] : []),
+    query("run", "update jobs set run_at_ms = $2 where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $3 and run_at_ms > $2", input.repositoryId, input.now, input.headSha),
+    ...(input.pullNumber !== null ? [releaseEvaluation(input.repositoryId, input.pullNumber, input.now)] : []),
   ], { last: true });
 }
 

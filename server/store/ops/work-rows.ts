@@ -141,7 +141,8 @@ export type AdvanceWork = {
   readonly invalidated?: { readonly headSha: string; readonly generation: number };
   /**
    * When the new work rows become claimable: later than now only while a fast path is in flight (its deadline), which
-   * releases them when it ends (releaseFastPathWork); now when absent. A row already pending keeps an earlier run time.
+   * releases them when it ends (markHeadInvalidated, or releaseFastPathWork); now when absent. A row already pending keeps an
+   * earlier run time.
    */
   readonly heldUntil?: number;
   /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
