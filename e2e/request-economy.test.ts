@@ -123,6 +123,14 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     h = undefined;
   });
 
+  /** Pushes a commit changing src/ to the scenario's pull request and waits for its failing check. */
+  async function pushFailingHead(harness: ServiceHarness) {
+    const pr = { owner: harness.scenario.org, repo: harness.scenario.repo, number: harness.scenario.pullNumber };
+    const { sha } = await harness.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
+    await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    return { pr, sha };
+  }
+
   test("an authority fan-out resets the checks it re-evaluates, so an unchanged result is written again, not skipped", async () => {
     h = await startServiceHarness(backend);
     const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
@@ -138,9 +146,7 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
 
   test("a delivery's evaluation uses its fast path's read of the pull request: the pull request is read once per delivery", async () => {
     h = await startServiceHarness(backend);
-    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
-    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    const { pr, sha } = await pushFailingHead(h);
     await h.waitForDrainedQueue();
     const pullReads = (from: number) => h!.sim.requests.slice(from).filter((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`).length;
     for (const user of ["alice", "bob"]) {
@@ -167,11 +173,9 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
   const reviewsRead = (harness: ServiceHarness, from: number) => [...new Set(harness.sim.requests.slice(from).flatMap((r) => /^\/repos\/acme\/web\/pulls\/(\d+)\/reviews$/.exec(r.path)?.[1] ?? []).map(Number))].sort();
 
   test("a team membership change re-evaluates only the pull requests whose owners name the team or the member, or that the member reviewed", async () => {
-    h = await startServiceHarness(backend);
-    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
     // The scenario's pull request changes docs/ (owned by @acme/docs @alice) and src/; the others only README.md.
-    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    h = await startServiceHarness(backend);
+    const { pr, sha } = await pushFailingHead(h);
     const readme = await readmePullRequests(h);
     await h.sim.control.submitReview({ owner: "acme", repo: "web", number: readme[1]!.number, user: "frank", state: "COMMENTED" });
     await h.waitForDrainedQueue();
@@ -203,9 +207,7 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
 
   test("a remembered check is reset by its ID without a listing; one the forge deleted is created again", async () => {
     h = await startServiceHarness(backend);
-    const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
-    const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
-    await h.waitForCheck(sha, { status: "completed", conclusion: "failure" });
+    const { pr, sha } = await pushFailingHead(h);
     await h.waitForDrainedQueue();
 
     let from = h.sim.requests.length;

@@ -142,7 +142,7 @@ export function* markHeadInvalidated(input: { readonly repositoryId: number; rea
     // One statement (the fast path runs this after every accepted trigger, issue 5); the same effect as the batch below. The
     // delete depends on the head's row and the release on the delete, so the rows are locked in the store's lock order: the
     // head, its invalidation row, then the pull request's evaluation row.
-    const released = release === undefined ? "" : `, released as (${releaseEvaluationSql("$1", "$4", "$5")} and (select count(*) from settled) >= 0)`;
+    const released = release === undefined ? "" : `, released as (${releaseHeldSql("evaluation", "$1", "$4", "$5")} and (select count(*) from settled) >= 0)`;
     const [row] = yield* batch([query("one", `with head as (${ADVANCE_INVALIDATED_SQL}), settled as (${SETTLE_INVALIDATION_SQL} and exists (select 1 from head where invalidated_generation >= shared_generation) returning 1)${released}
       select shared_generation, invalidated_generation from head`, input.repositoryId, input.headSha, input.generation, input.now, ...(release === undefined ? [] : [release]))], options);
     head = row as typeof head;
@@ -153,12 +153,16 @@ export function* markHeadInvalidated(input: { readonly repositoryId: number; rea
   return head !== null && head.invalidated_generation >= head.shared_generation;
 }
 
-/** The pull request's held evaluation row becomes claimable now; a row due earlier keeps its run time. Placeholders given. */
-const releaseEvaluationSql = (repositoryId: string, now: string, pullNumber: string) =>
-  `update jobs set run_at_ms = ${now} where kind = 'evaluation' and state = 'pending' and repository_id = ${repositoryId} and pull_number = ${pullNumber} and run_at_ms > ${now}`;
+/**
+ * A held work row becomes claimable now (a row due earlier keeps its run time): a pull request's evaluation, by its number, or
+ * a head's invalidation, by its SHA. The arguments are the statement's placeholders.
+ */
+const releaseHeldSql = (kind: "evaluation" | "head_invalidation", repositoryId: string, now: string, key: string) =>
+  `update jobs set run_at_ms = ${now} where kind = '${kind}' and state = 'pending' and repository_id = ${repositoryId}
+    and ${kind === "evaluation" ? "pull_number" : "head_sha"} = ${key} and run_at_ms > ${now}`;
 
 function releaseEvaluation(repositoryId: number, pullNumber: number, now: number) {
-  return query("run", releaseEvaluationSql("$1", "$2", "$3"), repositoryId, now, pullNumber);
+  return query("run", releaseHeldSql("evaluation", "$1", "$2", "$3"), repositoryId, now, pullNumber);
 }
 
 /**
@@ -170,7 +174,7 @@ function releaseEvaluation(repositoryId: number, pullNumber: number, now: number
 export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly now: number }): Op<void> {
   // The store's lock order (store.ts): the head's invalidation row before the pull request's evaluation row.
   yield* batch([
-    query("run", "update jobs set run_at_ms = $2 where kind = 'head_invalidation' and state = 'pending' and repository_id = $1 and head_sha = $3 and run_at_ms > $2", input.repositoryId, input.now, input.headSha),
+    query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), input.repositoryId, input.now, input.headSha),
     ...(input.pullNumber !== null ? [releaseEvaluation(input.repositoryId, input.pullNumber, input.now)] : []),
   ], { last: true });
 }
