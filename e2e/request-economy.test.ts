@@ -101,6 +101,24 @@ describe.each(BACKENDS)("forge request economy on %s", (backend) => {
     expect(checkRuns(rig)[0]!.id).not.toBe(gone!.id);
   }, 60_000);
 
+  test("a worker whose head had a check created but its ID lost lists the check and completes it, never creating a second", async () => {
+    rig = await startRig(backend, ["alice"]);
+    const from = rig.sim.requests.length;
+    await scanAndSettle(rig, "failure");
+    // The head was first seen by the scan: its check was created without a listing, then completed by ID.
+    expect(checkRequests(rig, from).filter((r) => !r.startsWith("GET")).map(listed)).toEqual(["POST /repos/acme/web/check-runs 201", "PATCH /repos/acme/web/check-runs/{id} 200"]);
+    await rig.store.execute(() => all("delete from head_checks returning head_sha"));
+
+    const again = rig.sim.requests.length;
+    await rig.sim.control.submitReview({ ...pr(), user: "bob", state: "APPROVED" });
+    await scanAndSettle(rig, "success");
+    expect(checkRequests(rig, again).map(listed)).toEqual([
+      "GET /repos/acme/web/commits/{sha}/check-runs listed",
+      "PATCH /repos/acme/web/check-runs/{id} 200",
+    ]);
+    expect(checkRuns(rig)).toHaveLength(1);
+  }, 60_000);
+
   test("a completing write that failed leaves no digest behind: the same result is written again after the reset", async () => {
     rig = await startRig(backend, ["alice", "bob"]);
     await scanAndSettle(rig, "success");
@@ -203,6 +221,16 @@ describe.each(BACKENDS)("checks and fan-outs under webhooks on %s", (backend) =>
     await h.waitForCheck(readme!.headSha, { status: "completed", conclusion: "failure" });
     await h.sim.control.setTeamMembership({ org: "acme", team: "core", user: "frank", state: "active" });
     await h.waitForCheck(readme!.headSha, { status: "completed", conclusion: "success" });
+  }, 60_000);
+
+  test("a new head's check is created by its fast path and completed by its ID, without a listing of check runs", async () => {
+    h = await startServiceHarness(backend);
+    const from = h.sim.requests.length;
+    const { sha } = await pushFailingHead(h);
+    await h.waitForDrainedQueue();
+    const onHead = h.sim.requests.slice(from).filter((r) => r.path.endsWith("/check-runs") || r.path.includes("/check-runs/")).map((r) => `${r.method} ${r.status}`);
+    expect(onHead).toEqual(["POST 201", "PATCH 200"]);
+    expect(h.checks(sha)).toHaveLength(1);
   }, 60_000);
 
   test("a remembered check is reset by its ID without a listing; one the forge deleted is created again", async () => {

@@ -1,11 +1,14 @@
 import { createHash } from "node:crypto";
 import { type CallOptions, type CheckOutput, type CheckTarget, type ForgeClient, isCheckGone, type ManagedCheck } from "../forge/index.ts";
-import { clearCheckDigest, forgetHeadCheck, lone, readHeadCheck, rememberHeadCheck, type Store } from "../store/index.ts";
+import { clearCheckDigest, forgetHeadCheck, lone, readHeadCheck, readHeadCheckState, recordCheckCreation, rememberHeadCheck, type Store } from "../store/index.ts";
 
 /**
  * The managed check's memory per head (issue 18; store ops/published-ops.ts): its check-run ID, remembered when it is found or
  * created under the head publication guard, so that a write needs no listing of check runs first; the listing happens only
  * when no ID is remembered or the forge says the remembered run is gone (404/410 on a write by ID: forgotten, looked up again).
+ *
+ * A head whose row says no creation was ever tried for it (migration 0005: an acceptance made the row, and every creation
+ * records itself first, createCheck) has no managed check, so the creation under the guard needs no listing either.
  *
  * A remembered ID says nothing about what the check shows, so a reset by ID is always written ("when in doubt, write"); only a
  * listed check's status lets a reset be skipped, as before. The published digest (what a completed check shows) is kept by the
@@ -16,7 +19,7 @@ export type HeadCheckTarget = CheckTarget & { readonly repositoryId: number };
 export type CheckMemory = { readonly store: Store; readonly now: () => number };
 
 type CheckForge = Pick<ForgeClient, "findManagedCheck" | "setCheckInProgress">;
-type GuardedCheckForge = CheckForge & Pick<ForgeClient, "createInProgressCheck">;
+export type GuardedCheckForge = CheckForge & Pick<ForgeClient, "createInProgressCheck">;
 
 /** What a completed check shows, as one value: equal digests mean a write would change nothing the forge displays. */
 export function checkDigest(conclusion: string, output: CheckOutput): string {
@@ -32,6 +35,29 @@ export function checkHandle(id: number, headSha: string): ManagedCheck {
 export async function rememberedCheck(memory: CheckMemory, head: HeadCheckTarget): Promise<ManagedCheck | null> {
   const row = await memory.store.execute(() => readHeadCheck(head.repositoryId, head.headSha));
   return row === null ? null : checkHandle(Number(row.check_run_id), head.headSha);
+}
+
+/** The head's remembered check run (null: none), and whether a creation was ever tried for it (null: the head has no row). */
+export type KnownCheck = { readonly check: ManagedCheck | null; readonly untried: boolean | null };
+
+/** Under the head publication guard: what is known of the head's check. */
+export async function knownCheck(memory: CheckMemory, head: HeadCheckTarget): Promise<KnownCheck> {
+  const state = await memory.store.execute(() => readHeadCheckState(head.repositoryId, head.headSha));
+  return { check: state.check === null ? null : checkHandle(Number(state.check.check_run_id), head.headSha), untried: state.untried };
+}
+
+/** Nothing is remembered and no creation was ever tried for the head: it has no managed check, and no listing can find one. */
+export function noCheckCanExist(known: KnownCheck): boolean {
+  return known.check === null && known.untried === true;
+}
+
+/**
+ * Under the head publication guard, once no check was found: records that a creation is tried (before the write, so that
+ * one whose record is lost is listed next time, never created twice), then creates the check in_progress.
+ */
+export async function createCheck(forge: Pick<ForgeClient, "createInProgressCheck">, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
+  await memory.store.execute(() => recordCheckCreation({ installationId: head.installationId, repositoryId: head.repositoryId, headSha: head.headSha, now: memory.now() }));
+  return forge.createInProgressCheck(head, output, call);
 }
 
 /**
@@ -102,10 +128,11 @@ export async function resetCheck(
  */
 export async function ensureRememberedCheckInProgress(forge: GuardedCheckForge, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
   await memory.store.execute(() => lone(clearCheckDigest(head.repositoryId, head.headSha, memory.now())));
-  const remembered = await rememberedCheck(memory, head);
-  const { check } = await writeCheck(forge, memory, head, remembered, (found) => forge.setCheckInProgress(head, found, output, call), call);
+  const known = await knownCheck(memory, head);
+  const remembered = known.check;
+  const { check } = noCheckCanExist(known) ? { check: null } : await writeCheck(forge, memory, head, remembered, (found) => forge.setCheckInProgress(head, found, output, call), call);
   if (check !== null && remembered !== null && check.id === remembered.id) return check;
-  const written = check ?? (await forge.createInProgressCheck(head, output, call));
+  const written = check ?? (await createCheck(forge, memory, head, output, call));
   await rememberCheck(memory, head, written);
   return written;
 }

@@ -5,7 +5,7 @@ import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_P
 import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
 import { pullRequestEvent } from "../../e2e/support/payloads.ts";
 import { createForgeClient } from "../forge/index.ts";
-import { claimNext, completeJob } from "../store/index.ts";
+import { claimNext, completeJob, run } from "../store/index.ts";
 import type { FastPathDeps } from "./fast-path.ts";
 import { handleWebhook } from "./handle-webhook.ts";
 import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
@@ -79,13 +79,28 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(await h.count("jobs", `kind = 'evaluation' and head_sha = '${sha}'`)).toBe(1);
   });
 
-  test("a new head's check is created after a single listing of check runs, under the guard", async () => {
+  const checkRequests = (from: number) => sim.requests.slice(from).filter((r) => r.path.endsWith("/check-runs") || r.path.includes("/check-runs/")).map((r) => `${r.method} ${r.path.includes("/commits/") ? "listing" : r.path.endsWith("/check-runs") ? "create" : "by ID"}`);
+
+  test("a new head's check is created without a listing of check runs: no creation was ever tried for the head", async () => {
     await setUp();
     const from = sim.requests.length;
     const { sha } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/once.ts": "export {};\n" } });
     expect(checks(sha)).toHaveLength(1);
-    const onHead = sim.requests.slice(from).filter((r) => r.path.includes(sha) && r.path.endsWith("/check-runs")).map((r) => r.method);
-    expect(onHead).toEqual(["GET"]);
+    expect(checkRequests(from)).toEqual(["POST create"]);
+    expect(await h.count("head_generations", `head_sha = '${sha}' and check_untried = 0`)).toBe(1);
+  });
+
+  test("a head whose check creation was tried but not remembered (its record lost after the write) is listed, and its check reset, never created twice", async () => {
+    await setUp();
+    const { sha } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/lost.ts": "export {};\n" } });
+    expect(checks(sha)).toHaveLength(1);
+    // The write landed, its record did not (a crash between the two): the ID is gone, the row says a creation was tried.
+    await h.store.execute(() => run("delete from head_checks where head_sha = $1", sha));
+    const from = sim.requests.length;
+    await sim.control.submitReview({ owner: "acme", repo: "web", number: scenario.pullNumber, user: "bob", state: "COMMENTED" });
+    expect(checks(sha)).toHaveLength(1);
+    expect(checkRequests(from)).toEqual(["GET listing"]); // under the guard: found in progress already, so not written
+    expect(await h.count("head_checks", `head_sha = '${sha}' and check_run_id = ${checks(sha)[0]!.id}`)).toBe(1);
   });
 
   test("no worker can claim a delivery's work while its fast path is in flight; the evaluation is released as it ends", async () => {

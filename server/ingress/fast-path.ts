@@ -2,7 +2,7 @@ import type { ForgeClient } from "../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
 import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
-import { rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
+import { createCheck, knownCheck, noCheckCanExist, rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
 import type { PullHandoff } from "./pull-handoff.ts";
 
 /**
@@ -99,13 +99,14 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
     } else {
       // Creation happens under the head publication guard, as every creation does, so that two processes (or this fast
       // path and a worker) never create two managed checks on one head; looked up under the guard (by a remembered ID, or
-      // listed when none is remembered), reset when found, created when not.
+      // listed when none is remembered, unless no creation was ever tried for the head), reset when found, created when not.
       const release = await store.acquirePublicationGuards(installationId, input.repository.repositoryId, input.headSha, deps.guardTimeoutMs);
       try {
-        const found = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+        const known = await knownCheck(memory, target);
+        const found = noCheckCanExist(known) ? { check: null, written: false } : await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call, known.check);
         if (found.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });
         if (found.check === null) {
-          const created = await forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, call);
+          const created = await createCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
           await rememberCheck(memory, target, created);
           deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: true });
         } else {

@@ -1,7 +1,7 @@
 export { type BodyBudget, type BodyReservation, createBodyBudget } from "./body-budget.ts";
 export { EVENT_LABELS, ACTION_LABELS, type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 export {
-  type CheckMemory, checkDigest, checkHandle, ensureRememberedCheckInProgress, type HeadCheckTarget, rememberCheck, rememberedCheck, resetCheck, writeCheck, writeUnlessGone,
+  type CheckMemory, checkDigest, checkHandle, createCheck, ensureRememberedCheckInProgress, type HeadCheckTarget, rememberCheck, rememberedCheck, resetCheck, writeCheck, writeUnlessGone,
 } from "./check-memory.ts";
 export { type FastPathDeps, IN_PROGRESS_OUTPUT, runFastPath } from "./fast-path.ts";
 export { PULL_HANDOFF_MAX_AGE_MS, PullHandoff } from "./pull-handoff.ts";

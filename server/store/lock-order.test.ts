@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation,
-  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordLiveHead, releaseFastPathWork, rememberHeadCheck,
+  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -53,6 +53,8 @@ function round(store: Store, n: number): Promise<unknown>[] {
     // What was published (store.ts 6 and 7): a fan-out clearing every digest, the worker's check memory, records, pruning.
     store.execute(() => supersedeForFanout(repo, shuffled(PULLS, n + 5), now)),
     store.execute(() => rememberHeadCheck({ ...repo, headSha: pull.headSha, checkRunId: n, digest: `pending:${n}`, now })),
+    // A creation under the guard records itself on the head's row (3), making it for a head no delivery brought.
+    store.execute(() => recordCheckCreation({ ...repo, headSha: HEADS[(n + 2) % HEADS.length]!, now })),
     store.execute(() => beginCheckWrite(repo.repositoryId, pull.headSha, `pending:${n}`, now)),
     store.execute(() => settleCheckDigest({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:${n}`, digest: "D", generation: 1, now })),
     store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),

@@ -7,6 +7,8 @@ import pg0003 from "../../migrations/postgres/0003_background_work.sql" with { t
 import lite0003 from "../../migrations/sqlite/0003_background_work.sql" with { type: "text" };
 import pg0004 from "../../migrations/postgres/0004_published_state.sql" with { type: "text" };
 import lite0004 from "../../migrations/sqlite/0004_published_state.sql" with { type: "text" };
+import pg0005 from "../../migrations/postgres/0005_check_creation.sql" with { type: "text" };
+import lite0005 from "../../migrations/sqlite/0005_check_creation.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -20,6 +22,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "0002_hot_head_fences", postgres: pg0002, sqlite: lite0002 },
   { version: 3, name: "0003_background_work", postgres: pg0003, sqlite: lite0003 },
   { version: 4, name: "0004_published_state", postgres: pg0004, sqlite: lite0004 },
+  { version: 5, name: "0005_check_creation", postgres: pg0005, sqlite: lite0005 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import postgres from "postgres";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { MIGRATIONS } from "./migrations.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
+  acceptAuthorityEvent, acceptDirectTrigger, readHeadCheckState, recordCheckCreation, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
   readEvaluations, readHeadCheck, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -43,6 +46,58 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     await seen(1, 3, 400, OTHER_HEAD);
     expect((await store.execute(() => readEvaluations(40))).find((r) => r.pull_number === 1)).toMatchObject({ head_sha: OTHER_HEAD, evaluated_at_ms: 400 });
     expect(await store.execute(() => readEvaluations(41))).toEqual([]);
+  });
+
+  describe("whether a managed check creation was ever tried for a head (migration 0005)", () => {
+    const state = (headSha = HEAD) => store.execute(() => readHeadCheckState(40, headSha));
+    const created = (headSha: string) => store.execute(() => recordCheckCreation({ installationId: 4, repositoryId: 40, headSha, now: 7 }));
+
+    test("a head an acceptance first saw is untried; a recorded creation makes it tried, and a later acceptance keeps it so", async () => {
+      await open();
+      expect(await state()).toEqual({ check: null, untried: null });
+      await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d-1", event: "pull_request", action: "opened", pullNumber: 1, headSha: HEAD, now: 1 }));
+      expect(await state()).toEqual({ check: null, untried: true });
+      await created(HEAD);
+      await remember(77);
+      expect(await state()).toMatchObject({ check: { check_run_id: 77 }, untried: false });
+      await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d-2", event: "pull_request_review", action: "submitted", pullNumber: 1, headSha: HEAD, now: 2 }));
+      expect(await state()).toMatchObject({ untried: false });
+    });
+
+    test("a creation on a head no delivery brought makes its row, S = I = 0, so that a later acceptance cannot call the head untried", async () => {
+      await open();
+      await created(OTHER_HEAD);
+      expect(await state(OTHER_HEAD)).toEqual({ check: null, untried: false });
+      const [row] = await store.execute(() => all<{ shared_generation: number; invalidated_generation: number }>("select shared_generation, invalidated_generation from head_generations where head_sha = $1", OTHER_HEAD));
+      expect([Number(row!.shared_generation), Number(row!.invalidated_generation)]).toEqual([0, 0]);
+      await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d-3", event: "pull_request", action: "opened", pullNumber: 2, headSha: OTHER_HEAD, now: 3 }));
+      expect(await state(OTHER_HEAD)).toEqual({ check: null, untried: false });
+    });
+
+    test("the migration leaves every head from before it tried, and gives heads with a remembered check but no row one saying so", async () => {
+      database = await createTestDatabase(backend);
+      const before = MIGRATIONS.filter((m) => m.version < 5);
+      const migration5 = MIGRATIONS.find((m) => m.version === 5)!;
+      const rows = ["insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) values (4, 40, 'h-with-row', 2, 2, 1)",
+        "insert into head_checks (installation_id, repository_id, head_sha, check_run_id, updated_at_ms) values (4, 40, 'h-check-only', 9, 1)"];
+      const after = "insert into head_generations (installation_id, repository_id, head_sha, updated_at_ms) values (4, 40, 'h-new', 3)";
+      const query = "select head_sha, shared_generation, check_untried from head_generations order by head_sha";
+      let found: { head_sha: string; shared_generation: number; check_untried: number }[];
+      if (backend === "sqlite") {
+        const db = new Database((database.target as { path: string }).path, { create: true });
+        for (const text of [...before.map((m) => m.sqlite), ...rows, migration5.sqlite, after]) db.exec(text);
+        found = db.query(query).all() as typeof found;
+        db.close();
+      } else {
+        const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+        for (const text of [...before.map((m) => m.postgres), ...rows, migration5.postgres, after]) await sql.unsafe(text);
+        found = (await sql.unsafe(query)) as unknown as typeof found;
+        await sql.end();
+      }
+      expect(found.map((r) => [r.head_sha, Number(r.shared_generation), Number(r.check_untried)])).toEqual([
+        ["h-check-only", 0, 0], ["h-new", 0, 1], ["h-with-row", 2, 0],
+      ]);
+    });
   });
 
   test("a completing write's digest settles only while its pending token is still there", async () => {

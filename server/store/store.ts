@@ -7,8 +7,9 @@ import type { Op, OpOptions } from "./op.ts";
  *
  *   0. advisory locks: the installation publication guard (exclusive for authority acceptance, as the transaction's first
  *      statement; shared for check writes, on a connection of its own), then the head publication guard (DESIGN 4). A
- *      worker holding the guards only reads fences, inserts audit rows and writes `head_checks` rows (7), which no
- *      transaction holds while it waits, so it never waits long for a row while holding one;
+ *      worker holding the guards only reads fences, inserts audit rows, writes `head_checks` rows (7) and records a check
+ *      creation on its head's `head_generations` row (3; one statement alone), which no transaction holds while it waits
+ *      for a guard (authority acceptance takes its exclusive guard first), so it never waits long for a row while holding one;
  *   1. `leases`: the reconciler's election row (its writes renew it first);
  *   2. `installation_epochs` (A), by installation;
  *   3. `head_generations` (S, I), by repository and head;

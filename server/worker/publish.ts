@@ -1,7 +1,7 @@
 import type { ManagedCheck } from "../forge/index.ts";
 import type { CheckOutput } from "../evaluation/index.ts";
-import { checkDigest, checkHandle, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
-import { beginCheckWrite, type Fences, type JobRow, lone, readFences, readHeadCheck, recordAudit, settleCheckDigest } from "../store/index.ts";
+import { checkDigest, checkHandle, createCheck, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
+import { beginCheckWrite, type Fences, type JobRow, lone, readFences, readHeadCheckState, recordAudit, settleCheckDigest } from "../store/index.ts";
 import { leaseOf, type WorkerContext } from "./context.ts";
 import { LeaseLost, RetryLater } from "./errors.ts";
 
@@ -57,7 +57,8 @@ export async function publishCompleted(
     if (!before.leaseHeld) throw new LeaseLost();
     if (!publishable(before, captured, row)) return unpublished(before, captured);
     const digest = checkDigest(conclusion, output);
-    const known = await ctx.store.execute(() => readHeadCheck(target.repositoryId, target.headSha));
+    const state = await ctx.store.execute(() => readHeadCheckState(target.repositoryId, target.headSha));
+    const known = state.check;
     if (known !== null && known.digest === digest && known.digest_generation !== null && Number(known.digest_generation) === captured.shared) {
       // The check shows exactly this already (written with certainty at this head's generation, no reset since): no write.
       return published(ctx, target, captured, conclusion, output, Number(known.check_run_id), false);
@@ -71,10 +72,11 @@ export async function publishCompleted(
       check = known === null ? null : checkHandle(Number(known.check_run_id), target.headSha);
       let completed = check === null ? null : await writeUnlessGone(memory, target, check, complete);
       if (completed === null) {
-        // Nothing remembered, or the forge says the remembered run is gone (nothing was written): look it up, or create it.
+        // Nothing remembered, or the forge says the remembered run is gone (nothing was written): look it up (unless no
+        // creation was ever tried for the head), or create it.
         check = null;
-        check = await ctx.forge.findManagedCheck(target, { signal });
-        check ??= await ctx.forge.createInProgressCheck(target, IN_PROGRESS_OUTPUT, { signal });
+        if (known !== null || state.untried !== true) check = await ctx.forge.findManagedCheck(target, { signal });
+        check ??= await createCheck(ctx.forge, memory, target, IN_PROGRESS_OUTPUT, { signal });
         await rememberCheck(memory, target, check, token);
         signal.throwIfAborted();
         completed = await complete(check);

@@ -72,6 +72,38 @@ export function* readHeadCheck(repositoryId: number, headSha: string): Op<HeadCh
 }
 
 /**
+ * The head's check memory and whether a managed check was ever created for it (migration 0005): `untried` is true when the
+ * head's row says no creation was ever tried (the head has no managed check), false when one was, null when the head has no
+ * row (nothing known: look the check up).
+ */
+export type HeadCheckState = { readonly check: HeadCheck | null; readonly untried: boolean | null };
+
+export function* readHeadCheckState(repositoryId: number, headSha: string): Op<HeadCheckState> {
+  const row = yield* lone(one<{ check_run_id: number | null; digest: string | null; digest_generation: number | null; check_untried: number | null }>(
+    `select c.check_run_id, c.digest, c.digest_generation, g.check_untried from (select 1 as here) one
+       left join head_checks c on c.repository_id = $1 and c.head_sha = $2
+       left join head_generations g on g.repository_id = $1 and g.head_sha = $2`,
+    repositoryId, headSha,
+  ));
+  const check = row === null || row.check_run_id === null ? null : { check_run_id: row.check_run_id, digest: row.digest, digest_generation: row.digest_generation };
+  return { check, untried: row === null || row.check_untried === null ? null : Number(row.check_untried) === 1 };
+}
+
+/**
+ * Under the head publication guard, before a managed check is created: from now on the head counts as one a creation was
+ * tried for, so that a creation which does not finish (its write may have landed, its record not) is looked up by listing
+ * next time, never created twice. A head without a row gets one with S = I = 0, which every reader takes as no row.
+ */
+export function* recordCheckCreation(input: { readonly installationId: number; readonly repositoryId: number; readonly headSha: string; readonly now: number }): Op<void> {
+  yield* lone(run(
+    `insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, check_untried)
+     values ($1, $2, $3, 0, 0, $4, 0)
+     on conflict (repository_id, head_sha) do update set check_untried = 0 where head_generations.check_untried = 1`,
+    input.installationId, input.repositoryId, input.headSha, input.now,
+  ));
+}
+
+/**
  * Remembers the check run found or created for the head (under the head publication guard), with `digest` (null, or the
  * pending token of the write about to be made). Another ID than the remembered one drops the digest: it was about that run.
  */
