@@ -19,7 +19,7 @@ export type HeadCheckTarget = CheckTarget & { readonly repositoryId: number };
 export type CheckMemory = { readonly store: Store; readonly now: () => number };
 
 type CheckForge = Pick<ForgeClient, "findManagedCheck" | "setCheckInProgress">;
-export type GuardedCheckForge = CheckForge & Pick<ForgeClient, "createInProgressCheck">;
+type GuardedCheckForge = CheckForge & Pick<ForgeClient, "createInProgressCheck">;
 
 /** What a completed check shows, as one value: equal digests mean a write would change nothing the forge displays. */
 export function checkDigest(conclusion: string, output: CheckOutput): string {
