@@ -194,9 +194,9 @@ async function warmUp(h: Harness, service: RunningBinary) {
 /** The routes a reconciler scan lists (installations, their repositories, each repository's open pull requests). */
 const LISTING_ROUTES = [INSTALLATIONS, "GET /installation/repositories", "GET /repos/{owner}/{repo}/pulls"];
 
-/** Counted answers (all but 304) on these routes. */
-function countedOn(step: Step, routes: readonly string[]): number {
-  return routes.reduce((sum, route) => sum + Object.entries(step.routes[route] ?? {}).filter(([status]) => status !== "304").reduce((a, [, n]) => a + n, 0), 0);
+/** Counted answers (all but 304) on these routes; with `all`, every answer. */
+function countedOn(step: Step, routes: readonly string[], all = false): number {
+  return routes.reduce((sum, route) => sum + Object.entries(step.routes[route] ?? {}).filter(([status]) => all || status !== "304").reduce((a, [, n]) => a + n, 0), 0);
 }
 
 /** One steady scan (and one membership event) with `n` open pull requests. */
@@ -348,15 +348,19 @@ const view = (r: BinaryResult) => ({
 });
 const last = results[binaries.at(-1)!.name] as BinaryResult;
 const scanTarget = (n: number) => Math.ceil(n / 100) + REPOSITORIES + 2;
+/** Evaluations the rolling full sweep owes in one steady scan's interval (each open pull request once per FULL_SWEEP_HOURS). */
+const sweepShare = (s: { open_pull_requests: number; interval_seconds: number }) => Math.ceil((s.open_pull_requests * s.interval_seconds) / (FULL_SWEEP_HOURS * 3600));
 console.log(JSON.stringify({
   benchmark: "forge request economy: requests the compiled service sends the forge simulator (counted by the simulator; PostgreSQL or SQLite)",
   counts: "total = every answer; counted = every answer but 304 (a 304 to a conditional request spends no primary rate limit); step figures leave out the identity probe (GET /app)",
   table: Object.fromEntries(Object.entries(results).map(([name, r]) => [name, view(r as BinaryResult)])),
   targets: {
     [`50-file pull request, four steps <= 30 requests (${binaries.at(-1)!.name}: ${last.pr_50_files.all_steps.total}; issue's figure for the old main: 59)`]: last.pr_50_files.all_steps.total <= 30,
+    // The scan's own requests are its listings. The rolling full sweep (item 2) re-evaluates each open pull request once per
+    // FULL_SWEEP_HOURS, spread evenly, so the measured interval may hold its share: the evaluations there may not exceed it.
     ...Object.fromEntries(last.scans.map((s) => [
-      `steady scan at N=${s.open_pull_requests} <= ceil(N/100) + ${REPOSITORIES} repositories + 2 = ${scanTarget(s.open_pull_requests)} requests (${binaries.at(-1)!.name}: ${s.steady_scan.total})`,
-      s.steady_scan.total <= scanTarget(s.open_pull_requests),
+      `steady scan at N=${s.open_pull_requests}: listing requests <= ceil(N/100) + ${REPOSITORIES} repositories + 2 = ${scanTarget(s.open_pull_requests)}, and evaluations <= the rolling sweep's share of its ${s.interval_seconds} s interval, ${sweepShare(s)} (${binaries.at(-1)!.name}: ${countedOn(s.steady_scan, LISTING_ROUTES, true)} listing requests, ${s.steady_scan.evaluations} evaluations, ${s.steady_scan.total} requests in all)`,
+      countedOn(s.steady_scan, LISTING_ROUTES, true) <= scanTarget(s.open_pull_requests) && s.steady_scan.evaluations <= sweepShare(s),
     ])),
     ...Object.fromEntries(last.scans.map((s) => [
       `membership event at N=${s.open_pull_requests}: evaluations <= affected pull requests (${binaries.at(-1)!.name}: ${s.membership_event.evaluations} of ${s.membership_event.affected_pull_requests})`,
