@@ -103,6 +103,17 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     expect(await h.count("head_checks", `head_sha = '${sha}' and check_run_id = ${checks(sha)[0]!.id}`)).toBe(1);
   });
 
+  test("a head whose check creation failed is listed before the next creation: a failed write may have landed", async () => {
+    await setUp();
+    sim.injectFault({ kind: "status", status: 502, method: "POST", path: "/repos/acme/web/check-runs", times: 1 });
+    const from = sim.requests.length;
+    const { sha } = await sim.control.pushToPullRequest({ owner: "acme", repo: "web", number: scenario.pullNumber, files: { "src/failed.ts": "export {};\n" } });
+    expect(checks(sha)).toHaveLength(0);
+    await sim.control.submitReview({ owner: "acme", repo: "web", number: scenario.pullNumber, user: "bob", state: "COMMENTED" });
+    expect(checkRequests(from)).toEqual(["POST create", "GET listing", "POST create"]);
+    expect(checks(sha)).toHaveLength(1);
+  });
+
   test("no worker can claim a delivery's work while its fast path is in flight; the evaluation is released as it ends", async () => {
     await setUp({ timeoutMs: 5_000 });
     const payload = pullRequestEvent("synchronize", { repo: { id: repoId(), owner: "acme", name: "web" }, number: scenario.pullNumber, headSha: scenario.headSha, installationId: scenario.installationId });

@@ -53,8 +53,17 @@ function round(store: Store, n: number): Promise<unknown>[] {
     // What was published (store.ts 6 and 7): a fan-out clearing every digest, the worker's check memory, records, pruning.
     store.execute(() => supersedeForFanout(repo, shuffled(PULLS, n + 5), now)),
     store.execute(() => rememberHeadCheck({ ...repo, headSha: pull.headSha, checkRunId: n, digest: `pending:${n}`, now })),
-    // A creation under the guard records itself on the head's row (3), making it for a head no delivery brought.
-    store.execute(() => recordCheckCreation({ ...repo, headSha: HEADS[(n + 2) % HEADS.length]!, now })),
+    // A creation records itself on the head's row (3) while it holds the publication guards (0), making the row for a head
+    // no delivery brought.
+    (async () => {
+      const headSha = HEADS[(n + 2) % HEADS.length]!;
+      const release = await store.acquirePublicationGuards(repo.installationId, repo.repositoryId, headSha, 5_000);
+      try {
+        await store.execute(() => recordCheckCreation({ ...repo, headSha, now }));
+      } finally {
+        await release();
+      }
+    })(),
     store.execute(() => beginCheckWrite(repo.repositoryId, pull.headSha, `pending:${n}`, now)),
     store.execute(() => settleCheckDigest({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:${n}`, digest: "D", generation: 1, now })),
     store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),

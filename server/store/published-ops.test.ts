@@ -4,7 +4,7 @@ import postgres from "postgres";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
-  acceptAuthorityEvent, acceptDirectTrigger, readHeadCheckState, recordCheckCreation, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
+  acceptAuthorityEvent, acceptDirectTrigger, queueMissingWork, readHeadCheckState, recordCheckCreation, recordLiveHead, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
   readEvaluations, readHeadCheck, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -74,12 +74,20 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
       expect(await state(OTHER_HEAD)).toEqual({ check: null, untried: false });
     });
 
-    test("the migration leaves every head from before it tried, and gives heads with a remembered check but no row one saying so", async () => {
+    test("the migration leaves every head from before it tried, gives every head the service worked on without a row one saying so, and a row made without saying otherwise claims nothing", async () => {
       database = await createTestDatabase(backend);
       const before = MIGRATIONS.filter((m) => m.version < 5);
       const migration5 = MIGRATIONS.find((m) => m.version === 5)!;
-      const rows = ["insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) values (4, 40, 'h-with-row', 2, 2, 1)",
-        "insert into head_checks (installation_id, repository_id, head_sha, check_run_id, updated_at_ms) values (4, 40, 'h-check-only', 9, 1)"];
+      const rows = [
+        "insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) values (4, 40, 'h-with-row', 2, 2, 1)",
+        "insert into head_checks (installation_id, repository_id, head_sha, check_run_id, updated_at_ms) values (4, 40, 'h-check-only', 9, 1)",
+        "insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, evaluation_generation, evaluated_at_ms) values (4, 40, 1, 'h-evaluated', 'b', 1, 1)",
+        "insert into audit_events (at_ms, kind, installation_id, repository_id, pull_number, head_sha, outcome, detail) values (1, 'conclusion', 4, 40, 2, 'h-audited', 'success', '{}')",
+        "insert into audit_events (at_ms, kind, installation_id, outcome, detail) values (1, 'authority', 4, 'queued', '{}')",
+        "insert into jobs (kind, priority, installation_id, repository_id, pull_number, head_sha, run_at_ms, created_at_ms, updated_at_ms) values ('evaluation', 4, 4, 40, 3, 'h-queued', 1, 1, 1)",
+        // Also named by another table: one row.
+        "insert into head_checks (installation_id, repository_id, head_sha, check_run_id, updated_at_ms) values (4, 40, 'h-evaluated', 8, 1)",
+      ];
       const after = "insert into head_generations (installation_id, repository_id, head_sha, updated_at_ms) values (4, 40, 'h-new', 3)";
       const query = "select head_sha, shared_generation, check_untried from head_generations order by head_sha";
       let found: { head_sha: string; shared_generation: number; check_untried: number }[];
@@ -95,8 +103,20 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
         await sql.end();
       }
       expect(found.map((r) => [r.head_sha, Number(r.shared_generation), Number(r.check_untried)])).toEqual([
-        ["h-check-only", 0, 0], ["h-new", 0, 1], ["h-with-row", 2, 0],
+        ["h-audited", 0, 0], ["h-check-only", 0, 0], ["h-evaluated", 0, 0], ["h-new", 0, 0], ["h-queued", 0, 0], ["h-with-row", 2, 0],
       ]);
+    });
+
+    test("a head row made by a reconciler scan or by a moved pull request's live head says untried too", async () => {
+      await open();
+      const lease = { name: "reconciler", owner: "r1", ttlMs: 60_000 };
+      await store.execute(function* () {
+        yield* acquireElectionLease(lease, 1);
+        return yield* queueMissingWork({ lease, repository: repo, pulls: [{ number: 1, headSha: HEAD }], now: 1 });
+      });
+      await store.execute(() => recordLiveHead({ ...repo, pullNumber: 2, headSha: OTHER_HEAD, now: 2 }));
+      expect(await state(HEAD)).toEqual({ check: null, untried: true });
+      expect(await state(OTHER_HEAD)).toEqual({ check: null, untried: true });
     });
   });
 

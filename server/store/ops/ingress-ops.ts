@@ -71,8 +71,8 @@ function acceptInOneStatement(input: DirectTrigger): Query {
   return query(
     "one",
     `with head as (
-        insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms)
-        select $1::bigint, $2::bigint, $5::text, 1, 0, $7::bigint where not exists (select 1 from webhook_deliveries where delivery_id = $8::text)
+        insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, check_untried)
+        select $1::bigint, $2::bigint, $5::text, 1, 0, $7::bigint, 1 where not exists (select 1 from webhook_deliveries where delivery_id = $8::text)
         on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning shared_generation
       ), pull as (

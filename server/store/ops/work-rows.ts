@@ -36,12 +36,15 @@ export function* readDelivery(deliveryId: string): Op<DeliveryRow | null> {
   );
 }
 
-/** S(head) := S + 1; the statement's row carries the new shared generation. */
+/**
+ * S(head) := S + 1; the statement's row carries the new shared generation. A head this makes the row of has never had a
+ * check created for it (migration 0005: check_untried); an existing row keeps what it says.
+ */
 function advanceSharedGeneration(repo: RepositoryRef, headSha: string, now: number): Query {
   return query(
     "one",
-    `insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms)
-     values ($1, $2, $3, 1, 0, $4)
+    `insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, check_untried)
+     values ($1, $2, $3, 1, 0, $4, 1)
      on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
      returning shared_generation`,
     repo.installationId, repo.repositoryId, headSha, now,
