@@ -15,8 +15,9 @@ const root = join(import.meta.dir, "..", "..");
 const out = mkdtempSync(join(tmpdir(), "svc-typing-bench-"));
 try {
   const run = Bun.spawnSync(["node", join(root, "node_modules/@playwright/test/cli.js"), "test", "--config", join(import.meta.dir, "playground-typing.config.ts")], {
-    cwd: root, env: { ...process.env, TYPING_BENCH_OUT: out }, stdout: "inherit", stderr: "inherit",
+    cwd: root, env: { ...process.env, TYPING_BENCH_OUT: out }, stdout: "pipe", stderr: "inherit",
   });
+  process.stderr.write(run.stdout); // Playwright's progress, kept off the JSON on stdout
   if (run.exitCode !== 0) throw new Error(`the Playwright run failed (exit ${run.exitCode})`);
   const cases = Object.fromEntries(readdirSync(out).sort().map((file) => [file.replace(/\.json$/, ""), JSON.parse(readFileSync(join(out, file), "utf8"))]));
   const median = (name: string) => (cases[name] as { medianMs: number }).medianMs;
