@@ -1,6 +1,7 @@
 // Files at a commit (CODEOWNERS, policy files): contents API, and the blob API when the content is over the forge's 1 MB inline
 // limit (DESIGN 7.1). Reads at a full commit SHA never change, so they are cached (caches.ts, bounded by bytes); never eligibility.
 import type { FileRead } from "../evaluation/evidence.ts";
+import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { fileKey, repositoryKey, type FileCache, type HeadCache } from "./caches.ts";
 import { ForgeError, invalidBody } from "./errors.ts";
 import { gapFromError } from "./pagination.ts";
@@ -92,11 +93,7 @@ async function readUncached(t: Transport, at: FileLocation, maxBytes: number, ca
   if (size > 0 && encoding !== "base64") throw invalidBody(CONTENTS);
   const bytes = Buffer.from(encoded.replace(/\s+/g, ""), "base64");
   if (bytes.length !== size) throw invalidBody(CONTENTS);
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return { kind: "incomplete", cause: "inconsistent", detail: `${at.path} is not valid UTF-8` };
-  }
+  const text = decodeUtf8Strict(bytes);
+  if (text === null) return { kind: "incomplete", cause: "inconsistent", detail: `${at.path} is not valid UTF-8` };
   return { kind: "found", path: at.path, text, bytes: size };
 }

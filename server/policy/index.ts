@@ -15,5 +15,5 @@ export {
   type PolicyError,
   type PolicyParse,
 } from "./policy-files.ts";
-export { utf8ByteLength } from "./utf8.ts";
+export { decodeUtf8Strict, utf8ByteLength } from "./utf8.ts";
 export { validate, LISTED_PATHS, type Finding, type FindingKind, type Severity, type ValidatedFile, type ValidationInput, type ValidationReport, type ValidationSummary } from "./validate.ts";

@@ -16,3 +16,16 @@ export function utf8ByteLength(text: string): number {
   }
   return bytes;
 }
+
+/**
+ * The text of bytes that must be UTF-8, or null when they are not: the one strict decoding of the files the service judges
+ * (the forge reader, server/forge/contents.ts) and of `service validate`, so both fail closed on the same bytes. The WHATWG
+ * decoder with `fatal` rejects overlong forms, encoded surrogates and cut sequences; a leading byte order mark is dropped.
+ */
+export function decodeUtf8Strict(bytes: Uint8Array): string | null {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
