@@ -8,7 +8,8 @@ import { dirname, join } from "node:path";
 import { runValidate } from "../server/commands/validate.ts";
 import { CODEOWNERS_LOCATIONS, DEFAULT_EVALUATION_SETTINGS, evaluate, plain, type CodeownersEvidence, type Evidence } from "../server/evaluation/index.ts";
 import * as core from "../server/evaluation/evidence-fixture.ts";
-import { MAX_CODEOWNERS_BYTES } from "../server/policy/bounds.ts";
+import { clientFor } from "../server/forge/test-support.ts";
+import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../server/policy/bounds.ts";
 import * as playground from "../web/src/scenarios.ts";
 import { createScenario, generateAppKeys, POLICY_PATH } from "../server/simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../server/simulator/simulator.ts";
@@ -22,7 +23,10 @@ interface Files {
 type Judgment = readonly string[] | "not enabled";
 
 /** The reasons of the evaluation that judge the files themselves, as `code: detail` (or the code when it has no details). */
-const FILE_REASONS = new Set(["codeowners_invalid", "codeowners_too_large", "repository_policy_invalid", "organization_policy_invalid", "delegation_app_not_enrolled"]);
+const FILE_REASONS = new Set([
+  "codeowners_invalid", "codeowners_too_large", "repository_policy_invalid", "organization_policy_invalid", "delegation_app_not_enrolled",
+  "codeowners_incomplete", "repository_policy_incomplete", "organization_policy_incomplete",
+]);
 
 function serviceJudgment(files: Files): Judgment {
   const codeowners: CodeownersEvidence = {};
@@ -30,12 +34,15 @@ function serviceJudgment(files: Files): Judgment {
     const text = files.codeowners[location];
     codeowners[location] = text === undefined ? { kind: "missing" } : core.found(location, text);
   }
-  const evidence: Evidence = {
-    ...core.baseEvidence(),
+  return judgmentOfReads({
     codeowners,
     repositoryPolicy: files.policy === null ? { kind: "missing" } : core.found(POLICY_PATH, files.policy),
     organizationPolicy: files.organization === null ? { kind: "missing" } : core.found(POLICY_PATH, files.organization),
-  };
+  });
+}
+
+function judgmentOfReads(reads: Pick<Evidence, "codeowners" | "repositoryPolicy" | "organizationPolicy">): Judgment {
+  const evidence: Evidence = { ...core.baseEvidence(), ...reads };
   const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
   if (decision.kind === "not_enabled") return "not enabled";
   return decision.reasons
@@ -80,6 +87,10 @@ function validatorJudgment(findings: readonly Finding[]): Judgment {
   return findings
     .filter((finding) => finding.severity === "error")
     .map((finding) => {
+      if (finding.kind === "unreadable_file") {
+        if ((CODEOWNERS_LOCATIONS as readonly (string | null)[]).includes(finding.file)) return "codeowners_incomplete";
+        return finding.file === POLICY_PATH ? "repository_policy_incomplete" : "organization_policy_incomplete";
+      }
       if (finding.kind === "delegation_app_not_enrolled") return `delegation_app_not_enrolled: ${finding.message}`;
       if ((CODEOWNERS_LOCATIONS as readonly (string | null)[]).includes(finding.file)) {
         return finding.line === null ? "codeowners_too_large" : `codeowners_invalid: line ${finding.line}: ${finding.message}`;
@@ -168,4 +179,65 @@ describe("the forge simulator's scenario repository", () => {
     expect(findings).toEqual([]);
     expect(exitCode).toBe(0);
   });
+});
+
+describe("bytes that are not UTF-8 fail the validator as they fail the service's forge reader", () => {
+  let sim: ForgeSimulator;
+  let scenario: Awaited<ReturnType<typeof createScenario>>;
+  beforeAll(async () => {
+    sim = startForgeSimulator({});
+    scenario = await createScenario(sim, { keys: generateAppKeys() });
+  });
+  afterAll(() => sim.stop());
+
+  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((part) => (typeof part === "string" ? Buffer.from(part) : Buffer.from(part))));
+  const INVALID: readonly [string, number[]][] = [
+    ["a Latin-1 byte", [0xe9]],
+    ["a bad continuation byte", [0xc3, 0x28]],
+    ["an overlong encoding", [0xc0, 0xaf]],
+    ["an encoded surrogate", [0xed, 0xa0, 0x80]],
+    ["a sequence cut short", [0xe2, 0x82]],
+  ];
+  const CASES: [string, Record<string, Buffer>][] = INVALID.flatMap(([what, invalid]): [string, Record<string, Buffer>][] => [
+    [`a CODEOWNERS with ${what} in a comment`, { CODEOWNERS: bytes("# caf", invalid, "\n* @alice\n"), [POLICY_PATH]: bytes(ENABLED) }],
+    [`a repository policy with ${what} in a comment`, { CODEOWNERS: bytes("* @alice\n"), [POLICY_PATH]: bytes(ENABLED, "# ", invalid, "\n") }],
+    [`a CODEOWNERS with ${what} before a valid docs/CODEOWNERS`, { CODEOWNERS: bytes("* @", invalid, "\n"), "docs/CODEOWNERS": bytes("* @alice\n"), [POLICY_PATH]: bytes(ENABLED) }],
+  ]);
+
+  let branch = 0;
+  /** The service's judgment: the bytes committed to the simulator, read by the service's forge reader, then evaluated. */
+  async function serviceReads(files: Record<string, Buffer>): Promise<Judgment> {
+    // The scenario's own files at these locations are deleted, so the branch holds exactly `files` there.
+    const placeholders: Record<string, string | null> = Object.fromEntries([...CODEOWNERS_LOCATIONS, POLICY_PATH].map((path) => [path, null]));
+    for (const path of Object.keys(files)) placeholders[path] = "placeholder\n";
+    const { sha } = await sim.control.commit({ owner: scenario.org, repo: scenario.repo, branch: `bytes-${++branch}`, from: "main", files: placeholders });
+    const commit = sim.control.state.commits.get(sha)!;
+    for (const [path, content] of Object.entries(files)) {
+      const blob = new Bun.CryptoHasher("sha1").update(content).digest("hex");
+      sim.control.state.blobs.set(blob, new Uint8Array(content));
+      commit.tree.set(path, blob);
+    }
+    const client = clientFor(sim, scenario);
+    const at = (path: string) => ({ installationId: scenario.installationId, owner: scenario.org, repo: scenario.repo, path, ref: sha });
+    const codeowners: CodeownersEvidence = {};
+    for (const location of CODEOWNERS_LOCATIONS) codeowners[location] = await client.readFile(at(location), MAX_CODEOWNERS_BYTES - 1);
+    return judgmentOfReads({ codeowners, repositoryPolicy: await client.readFile(at(POLICY_PATH), MAX_POLICY_FILE_BYTES), organizationPolicy: { kind: "missing" } });
+  }
+
+  for (const [name, files] of CASES) {
+    test(name, async () => {
+      const service = await serviceReads(files);
+      const dir = join(root, `bytes-${++counter}`);
+      for (const [path, content] of Object.entries(files)) {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeFileSync(join(dir, path), content);
+      }
+      const stdout: string[] = [];
+      const exitCode = await runValidate([dir, "--format", "json"], { stdout: (line) => stdout.push(line), stderr: () => {} });
+      const findings: Finding[] = JSON.parse(stdout.join("\n")).findings;
+      expect(service).not.toEqual([]);
+      expect(validatorJudgment(findings)).toEqual(service);
+      expect(exitCode).toBe(1);
+    });
+  }
 });

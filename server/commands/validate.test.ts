@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { githubAnnotation, runValidate, treePaths, unquoteGitPath, type ValidateDeps } from "./validate.ts";
 
 const POLICY = ".forge/service-policy.toml";
@@ -179,5 +180,124 @@ describe("inputs", () => {
     const after = JSON.parse((await validate([dir, "--format", "json"])).stdout);
     expect(after.summary.codeowners).toBe(".forge/CODEOWNERS");
     expect(after.findings.map((f: { kind: string; file: string }) => [f.kind, f.file])).toEqual([["shadowed_codeowners", "CODEOWNERS"], ["shadowed_codeowners", "docs/CODEOWNERS"]]);
+  });
+});
+
+describe("only regular files inside the checkout are read (issue 25 item 3)", () => {
+  // Lines an attacker would like CI to print: a pull request can point a location at any file of the CI machine.
+  const SECRETS = ["DB_PASSWORD=s3cret canary-owner-one", "API_KEY=canary-pattern-two", "canary_toml_key = \"canary-three\""];
+  const CANARIES = ["canary-owner-one", "canary-pattern-two", "canary_toml_key", "canary-three", "s3cret"];
+
+  function outside(): string {
+    const secret = repository({ "secret.env": `${SECRETS.join("\n")}\n`, "dir/CODEOWNERS": `${SECRETS.join("\n")}\n`, "dir/service-policy.toml": `${ENABLED}${SECRETS[2]}\n` });
+    return secret;
+  }
+
+  async function everyFormat(args: string[]) {
+    const results = [];
+    for (const format of ["text", "json", "github"]) results.push(await validate([...args, "--format", format, "--files-from", "-"], { stdin: async () => "a.ts\nsrc/b.ts\n" }));
+    return results;
+  }
+
+  function expectNoCanary(results: { stdout: string; stderr: string }[]) {
+    for (const result of results) for (const canary of CANARIES) expect(`${result.stdout}\n${result.stderr}`).not.toContain(canary);
+  }
+
+  const links: [string, string, (secret: string) => string][] = [
+    ["CODEOWNERS", "CODEOWNERS", (secret) => join(secret, "secret.env")],
+    [".forge/CODEOWNERS", ".forge/CODEOWNERS", (secret) => join(secret, "secret.env")],
+    [POLICY, POLICY, (secret) => join(secret, "dir", "service-policy.toml")],
+    ["the .forge directory", ".forge", (secret) => join(secret, "dir")],
+  ];
+  for (const [name, at, target] of links) {
+    test(`${name} as a symbolic link out of the checkout is refused, and its target's lines appear in no format`, async () => {
+      const secret = outside();
+      const files: Record<string, string> = { CODEOWNERS: "* @a\n", [POLICY]: ENABLED };
+      for (const path of Object.keys(files)) if (path === at || path.startsWith(`${at}/`)) delete files[path];
+      const dir = repository(files);
+      mkdirSync(dirname(join(dir, at)), { recursive: true });
+      symlinkSync(target(secret), join(dir, at));
+      const results = await everyFormat([dir]);
+      expectNoCanary(results);
+      for (const result of results) expect(result.exitCode).toBe(1);
+      const findings = JSON.parse(results[1]!.stdout).findings;
+      expect(findings).toContainEqual(expect.objectContaining({ kind: "unreadable_file", severity: "error", message: expect.stringContaining("symbolic link") }));
+    });
+  }
+
+  test("a symbolic link to a file inside the checkout is refused too (the checkout may hold files git never tracked)", async () => {
+    const dir = repository({ ".env": `${SECRETS.join("\n")}\n`, [POLICY]: ENABLED });
+    symlinkSync(".env", join(dir, "CODEOWNERS"));
+    const results = await everyFormat([dir]);
+    expectNoCanary(results);
+    expect(JSON.parse(results[1]!.stdout).findings).toContainEqual({ kind: "unreadable_file", severity: "error", file: "CODEOWNERS", line: null, message: expect.stringContaining("symbolic link") });
+  });
+
+  test("a symbolic link to a directory at a code-owners location is refused", async () => {
+    const secret = outside();
+    const dir = repository({ [POLICY]: ENABLED, "docs/CODEOWNERS": "* @a\n" });
+    symlinkSync(join(secret, "dir"), join(dir, "CODEOWNERS"));
+    const result = await validate([dir, "--format", "json"]);
+    const document = JSON.parse(result.stdout);
+    expect(document.findings).toContainEqual(expect.objectContaining({ kind: "unreadable_file", file: "CODEOWNERS" }));
+    expect(document.summary.codeowners).toBeNull();
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("a FIFO at a code-owners location is refused without waiting for a writer", async () => {
+    const dir = repository({ [POLICY]: ENABLED });
+    expect(Bun.spawnSync(["mkfifo", join(dir, "CODEOWNERS")]).exitCode).toBe(0);
+    const result = await validate([dir, "--format", "json"]);
+    expect(JSON.parse(result.stdout).findings).toContainEqual({ kind: "unreadable_file", severity: "error", file: "CODEOWNERS", line: null, message: expect.stringContaining("not a regular file") });
+    expect(result.exitCode).toBe(1);
+  }, 5_000);
+
+  test("a directory at a code-owners location is no file, as the service reads it: the next location is read", async () => {
+    const dir = repository({ [POLICY]: ENABLED, "CODEOWNERS/x": "", "docs/CODEOWNERS": "* @a\n" });
+    const result = await validate([dir, "--format", "json"]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ exitCode: 0, findings: [], summary: { codeowners: "docs/CODEOWNERS" } });
+  });
+
+  test("a code-owners file that is not valid UTF-8 is an error, as the service fails closed on it", async () => {
+    const dir = repository({ [POLICY]: ENABLED });
+    writeFileSync(join(dir, "CODEOWNERS"), Buffer.concat([Buffer.from("# caf"), Buffer.from([0xe9]), Buffer.from("\n* @a\n")]));
+    const result = await validate([dir, "--format", "json"]);
+    expect(JSON.parse(result.stdout).findings).toEqual([{ kind: "unreadable_file", severity: "error", file: "CODEOWNERS", line: null, message: expect.stringContaining("not valid UTF-8") }]);
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("a repository policy that is not valid UTF-8 is an error, not a policy the validator guessed at", async () => {
+    const dir = repository({ CODEOWNERS: "* @a\n" });
+    mkdirSync(join(dir, ".forge"));
+    writeFileSync(join(dir, POLICY), Buffer.concat([Buffer.from(`${ENABLED}# `), Buffer.from([0xc3, 0x28]), Buffer.from("\n")]));
+    const result = await validate([dir, "--format", "json"]);
+    expect(JSON.parse(result.stdout).findings).toEqual([{ kind: "unreadable_file", severity: "error", file: POLICY, line: null, message: expect.stringContaining("not valid UTF-8") }]);
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("a byte order mark is dropped as the service's decoder drops it", async () => {
+    const dir = repository({ [POLICY]: ENABLED });
+    writeFileSync(join(dir, "CODEOWNERS"), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from("/src/ @a\n")]));
+    const result = await validate([dir, "--format", "json", "--files-from", "-"], { stdin: async () => "src/a.ts\n" });
+    expect(JSON.parse(result.stdout)).toMatchObject({ findings: [], summary: { unownedPaths: 0 } });
+  });
+
+  // /proc files are regular files whose stat size is 0 whatever they hold: the read itself must stop at the bound.
+  test.skipIf(!existsSync("/proc/kallsyms"))("a file whose size stat understates is read no further than its bound plus one byte", async () => {
+    const dir = repository({ CODEOWNERS: "* @a\n", [POLICY]: ENABLED });
+    expect(statSync("/proc/kallsyms").size).toBe(0);
+    const result = await validate([dir, "--organization-policy", "/proc/kallsyms", "--format", "json"]);
+    expect(JSON.parse(result.stdout).findings).toEqual([
+      { kind: "bound_exceeded", severity: "error", file: "/proc/kallsyms", line: null, message: `file: policy file is ${MAX_POLICY_FILE_BYTES + 1} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` },
+    ]);
+  });
+
+  test("files named on the command line are the operator's choice: a --policy or --organization-policy link is followed", async () => {
+    const elsewhere = repository({ "policy.toml": ENABLED, "org.toml": "schema_version = 1\n" });
+    const dir = repository({ CODEOWNERS: "* @a\n" });
+    symlinkSync(join(elsewhere, "policy.toml"), join(root, `policy-link-${counter}.toml`));
+    symlinkSync(join(elsewhere, "org.toml"), join(root, `org-link-${counter}.toml`));
+    const result = await validate([dir, "--policy", join(root, `policy-link-${counter}.toml`), "--organization-policy", join(root, `org-link-${counter}.toml`), "--format", "json"]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ exitCode: 0, findings: [] });
   });
 });

@@ -10,12 +10,13 @@
 //     "findings": [{ "kind", "severity": "error"|"warning"|"notice", "file": path|null, "line": n|null, "message" }],
 //     "summary": { "errors", "warnings", "notices", "codeowners": path|null, "rules": n|null, "paths": n|null,
 //                  "unownedPaths": n|null, "matchSteps" } }
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DEFAULTS } from "../config/index.ts";
 import { CODEOWNERS_LOCATIONS } from "../evaluation/evidence.ts";
 import { visible, visibleJson } from "../evaluation/escape.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
+import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { validate, type Finding, type ValidatedFile, type ValidationReport } from "../policy/validate.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./exit-codes.ts";
 
@@ -84,9 +85,86 @@ function fileSize(path: string): number | null {
   }
 }
 
-/** The file's text, or only its size when it is over `bound` (never read whole: a hostile file may be huge). */
-function readBounded(path: string, shownAs: string, size: number, tooLarge: (bytes: number) => boolean): ValidatedFile {
-  return tooLarge(size) ? { path: shownAs, bytes: size } : { path: shownAs, text: readFileSync(path, "utf8") };
+// Reading (issue 25 item 3). The checkout is the pull request's: a file found inside DIR is read only when every component of
+// its path is a directory and the file itself a regular file, never through a symbolic link (`CODEOWNERS -> /proc/self/environ`
+// or `.forge -> /home/runner` would make CI print another file's lines as findings and annotations) and never a FIFO or
+// device (which could hang the job or never end). Links are refused even when they stay inside DIR: the checkout can hold
+// files git never tracked (`.env`). A directory at a location is no file, as the forge reader treats it. Files named on the
+// command line (--policy, --organization-policy, --files-from) are the operator's choice and are followed. Every read stops
+// at the bound + 1 byte whatever stat says (/proc files say 0), and decodes as the service's forge reader does.
+
+/** O_NONBLOCK: opening a FIFO swapped in after the checks returns at once instead of waiting for a writer. */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? "error";
+
+function notRegular(stat: Stats): string {
+  const what = stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a file";
+  return `is not a regular file (${what}): service validate reads only regular files inside the checkout`;
+}
+
+/** An open regular file: its text; only its size past `maxBytes`; or unreadable when it is not UTF-8 (as the service). */
+function readOpened(fd: number, shownAs: string, statSize: number, maxBytes: number): ValidatedFile {
+  const buffer = Buffer.allocUnsafe(maxBytes + 1);
+  let length = 0;
+  while (length < buffer.length) {
+    const read = readSync(fd, buffer, length, buffer.length - length, null);
+    if (read === 0) break;
+    length += read;
+  }
+  // Past the bound the size is at least what was read (stat may understate it); the content is not looked at.
+  if (length > maxBytes) return { path: shownAs, bytes: Math.max(statSize, length) };
+  const text = decodeUtf8Strict(buffer.subarray(0, length));
+  return text === null ? { path: shownAs, unreadable: `${shownAs} is not valid UTF-8: the service fails closed on it` } : { path: shownAs, text };
+}
+
+function readFd(open: () => number, shownAs: string, maxBytes: number): ValidatedFile {
+  let fd: number;
+  try {
+    fd = open();
+  } catch (error) {
+    const code = errorCode(error);
+    // ELOOP: a link swapped in after the checks (O_NOFOLLOW).
+    return { path: shownAs, unreadable: code === "ELOOP" ? `${shownAs} is a symbolic link: service validate follows no link inside the checkout` : `${shownAs} could not be read (${code})` };
+  }
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFile() ? readOpened(fd, shownAs, stat.size, maxBytes) : { path: shownAs, unreadable: `${shownAs} ${notRegular(stat)}` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The file at repository path `location` inside `dir`, at most `maxBytes` of it; null when there is no file there. */
+function readInCheckout(dir: string, location: string, maxBytes: number): ValidatedFile | null {
+  const parts = location.split("/");
+  let path = dir;
+  for (let i = 0; i < parts.length; i++) {
+    path = join(path, parts[i]!);
+    const name = parts.slice(0, i + 1).join("/");
+    let stat: Stats;
+    try {
+      stat = lstatSync(path);
+    } catch (error) {
+      const code = errorCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return null;
+      return { path: location, unreadable: `${name} could not be read (${code})` };
+    }
+    if (stat.isSymbolicLink()) {
+      return { path: location, unreadable: `${name} is a symbolic link: service validate follows no link inside the checkout, so it cannot tell what the service would read at ${location}` };
+    }
+    const last = i === parts.length - 1;
+    if (stat.isDirectory()) {
+      if (last) return null;
+    } else if (!last) return null;
+    else if (!stat.isFile()) return { path: location, unreadable: `${location} ${notRegular(stat)}` };
+  }
+  return readFd(() => openSync(path, OPEN_FLAGS | constants.O_NOFOLLOW), location, maxBytes);
+}
+
+/** A file named on the command line (the operator's choice: links followed), at most `maxBytes` of it. */
+function readNamed(path: string, maxBytes: number): ValidatedFile {
+  return readFd(() => openSync(path, OPEN_FLAGS), path, maxBytes);
 }
 
 /** `path` relative to `dir` when it lies inside it (as the forge names it), otherwise as given. */
@@ -202,20 +280,20 @@ export async function runValidate(args: readonly string[], rawOut: ValidateOutpu
   }
   if (parsed.policy === "-" || parsed.organizationPolicy === "-") return usage("only --files-from reads standard input");
 
-  const policyTooLarge = (bytes: number) => bytes > MAX_POLICY_FILE_BYTES;
   // The service's precedence (CODEOWNERS_LOCATIONS, as analyze.ts and the forge reader walk it): the first existing file wins.
+  // The byte bounds are the forge reader's (server/forge/evidence.ts): CODEOWNERS under MAX_CODEOWNERS_BYTES, policies at most
+  // MAX_POLICY_FILE_BYTES.
   const codeowners: ValidatedFile[] = [];
   for (const location of CODEOWNERS_LOCATIONS) {
-    const size = fileSize(join(dir, location));
-    if (size !== null) codeowners.push(readBounded(join(dir, location), location, size, (bytes) => bytes >= MAX_CODEOWNERS_BYTES));
+    const file = readInCheckout(dir, location, MAX_CODEOWNERS_BYTES - 1);
+    if (file !== null) codeowners.push(file);
   }
   // --policy inside DIR is that repository path (and non-delegable as such); outside it, the default path stays protected.
-  const policyFile = parsed.policy ?? join(dir, DEFAULTS.policyPath);
   const policyInRepository = parsed.policy === null ? DEFAULTS.policyPath : repositoryPath(dir, parsed.policy);
   const policyPath = policyInRepository ?? DEFAULTS.policyPath;
-  const policySize = fileSize(policyFile);
-  const repositoryPolicy = policySize === null ? null : readBounded(policyFile, policyInRepository ?? parsed.policy!, policySize, policyTooLarge);
-  const organizationPolicy = parsed.organizationPolicy === null ? null : readBounded(parsed.organizationPolicy, parsed.organizationPolicy, fileSize(parsed.organizationPolicy)!, policyTooLarge);
+  const named = (path: string, shownAs: string): ValidatedFile => ({ ...readNamed(path, MAX_POLICY_FILE_BYTES), path: shownAs });
+  const repositoryPolicy = parsed.policy === null ? readInCheckout(dir, DEFAULTS.policyPath, MAX_POLICY_FILE_BYTES) : named(parsed.policy, policyInRepository ?? parsed.policy);
+  const organizationPolicy = parsed.organizationPolicy === null ? null : readNamed(parsed.organizationPolicy, MAX_POLICY_FILE_BYTES);
   const stdin = deps.stdin ?? (() => new Response(Bun.stdin.stream()).text());
   const tree = parsed.filesFrom === null ? null : treePaths(parsed.filesFrom === "-" ? await stdin() : readFileSync(parsed.filesFrom, "utf8"));
 

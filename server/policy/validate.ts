@@ -35,6 +35,11 @@ export type FindingKind =
   | "repository_enrolls_apps"
   /** A delegation to an App the organization policy does not enroll (needs the organization policy). */
   | "delegation_app_not_enrolled"
+  /**
+   * A file the command would not or could not read as text: a symbolic link or other non-regular file inside the checkout,
+   * or bytes that are not UTF-8 (which the service fails closed on: the evaluation's *_incomplete reasons).
+   */
+  | "unreadable_file"
   /** A bound of DESIGN 3.6 exceeded: file size, rule count, or the matching steps a pull request over this tree could need. */
   | "bound_exceeded"
   /** Matching stopped at MAX_VALIDATION_MATCH_STEPS; the findings of the check it stopped are left out, not given partially. */
@@ -64,8 +69,14 @@ export interface Finding {
   readonly message: string;
 }
 
-/** A file as the command found it: its text, or only its size when it is over its bound and was deliberately not read. */
-export type ValidatedFile = { readonly path: string; readonly text: string } | { readonly path: string; readonly bytes: number };
+/**
+ * A file as the command found it: its text; or only its size when it is over its bound and was deliberately not read; or why
+ * it has no text (`unreadable`: the finding's whole message, e.g. "CODEOWNERS is not valid UTF-8").
+ */
+export type ValidatedFile =
+  | { readonly path: string; readonly text: string }
+  | { readonly path: string; readonly bytes: number }
+  | { readonly path: string; readonly unreadable: string };
 
 export interface ValidationInput {
   /** The code-owners files that exist, in the service's precedence order (CODEOWNERS_LOCATIONS): the service reads the first. */
@@ -197,6 +208,11 @@ function checkCodeowners(input: ValidationInput, add: Add): LoadedCodeowners | n
   for (const file of shadowed) {
     add("shadowed_codeowners", "warning", file.path, null, `the service reads ${selected.path}, which takes precedence; this file is ignored`);
   }
+  if ("unreadable" in selected) {
+    // As the service: a location it cannot read blocks the later ones (analyze.ts selectCodeowners).
+    add("unreadable_file", "error", selected.path, null, selected.unreadable);
+    return null;
+  }
   const bytes = "text" in selected ? utf8ByteLength(selected.text) : selected.bytes;
   if (!("text" in selected) || bytes >= MAX_CODEOWNERS_BYTES) {
     // The wording of analyze.ts's codeowners_too_large reason.
@@ -224,6 +240,10 @@ function checkPolicy<T>(
   kindOf: (location: string) => FindingKind,
 ): LoadedPolicy<T> | null {
   if (file === null) return null;
+  if ("unreadable" in file) {
+    add("unreadable_file", "error", file.path, null, file.unreadable);
+    return null;
+  }
   if (!("text" in file)) {
     const error = policyFileSizeError(file.bytes);
     add("bound_exceeded", "error", file.path, null, error === null ? `the file could not be read whole (${file.bytes} bytes)` : `${error.location}: ${error.message}`);
