@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
@@ -176,6 +176,28 @@ describe("validate", () => {
     ]);
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toBe("");
+  });
+
+  test("validate refuses a link out of the checkout and prints hostile names and tokens as no runner command, in every format", () => {
+    const repo = join(dir, "validate-hostile");
+    mkdirSync(join(repo, ".forge"), { recursive: true });
+    writeFileSync(join(dir, "outside.env"), "TOKEN=canary-binary-secret canary-binary-owner\n");
+    writeFileSync(join(repo, "CODEOWNERS"), "/src/ @a##[add-mask]x\n/lib/ @ok\n");
+    symlinkSync(join(dir, "outside.env"), join(repo, ".forge", "service-policy.toml"));
+    writeFileSync(join(repo, "::error::x ##[set-output name=y]z.toml"), "schema_version = 1\nenabled = yes\n");
+    const tree = "##[set-output name=leak]value\n::add-mask::secret.txt\nlib/a.ts\n";
+    for (const format of ["text", "json", "github"]) {
+      const result = runBinary(["validate", "--files-from", "-", "--format", format], {}, { cwd: repo, stdin: tree });
+      expect(result.exitCode).toBe(1);
+      expect(result.stdout).not.toContain("canary-binary");
+      const lines = result.stdout.split("\n");
+      expect(lines.filter((line) => line.includes("##["))).toEqual([]);
+      if (format !== "github") expect(lines.filter((line) => /^\s*::/.test(line))).toEqual([]);
+      else expect(lines.filter((line) => line !== "" && !/^::(error|warning|notice) /.test(line))).toEqual([lines.at(-2)!]);
+      expect(result.stdout).toContain(".forge/service-policy.toml is a symbolic link");
+    }
+    const named = runBinary(["validate", "--policy", "::error::x ##[set-output name=y]z.toml"], {}, { cwd: repo });
+    expect(named.stdout.split("\n")[0]).toBe("\\u{003A}:error::x ##\\u{005B}set-output name=y]z.toml");
   });
 
   test("validate with a bad format value exits 2 and says why", () => {

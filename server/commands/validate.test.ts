@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writ
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
-import { githubAnnotation, runValidate, treePaths, unquoteGitPath, type ValidateDeps } from "./validate.ts";
+import { githubAnnotation, runnerSafe, runValidate, treePaths, unquoteGitPath, type ValidateDeps } from "./validate.ts";
 
 const POLICY = ".forge/service-policy.toml";
 const ENABLED = "schema_version = 1\nenabled = true\n";
@@ -244,13 +244,19 @@ describe("only regular files inside the checkout are read (issue 25 item 3)", ()
     expect(result.exitCode).toBe(1);
   });
 
-  test("a FIFO at a code-owners location is refused without waiting for a writer", async () => {
-    const dir = repository({ [POLICY]: ENABLED });
-    expect(Bun.spawnSync(["mkfifo", join(dir, "CODEOWNERS")]).exitCode).toBe(0);
-    const result = await validate([dir, "--format", "json"]);
-    expect(JSON.parse(result.stdout).findings).toContainEqual({ kind: "unreadable_file", severity: "error", file: "CODEOWNERS", line: null, message: expect.stringContaining("not a regular file") });
-    expect(result.exitCode).toBe(1);
-  }, 5_000);
+  // In a child process with a deadline: a read that waited for a FIFO's writer would block this test process for good.
+  test("a FIFO at a code-owners or policy location is refused without waiting for a writer", () => {
+    const dir = repository({});
+    mkdirSync(join(dir, ".forge"));
+    for (const path of ["CODEOWNERS", POLICY]) expect(Bun.spawnSync(["mkfifo", join(dir, path)]).exitCode).toBe(0);
+    const child = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "main.ts"), "validate", dir, "--format", "json"], { timeout: 20_000, stdout: "pipe", stderr: "pipe" });
+    expect(child.signalCode ?? null).toBeNull();
+    const findings = JSON.parse(child.stdout.toString()).findings;
+    for (const file of ["CODEOWNERS", POLICY]) {
+      expect(findings).toContainEqual({ kind: "unreadable_file", severity: "error", file, line: null, message: expect.stringContaining("not a regular file (a FIFO)") });
+    }
+    expect(child.exitCode).toBe(1);
+  }, 30_000);
 
   test("a directory at a code-owners location is no file, as the service reads it: the next location is read", async () => {
     const dir = repository({ [POLICY]: ENABLED, "CODEOWNERS/x": "", "docs/CODEOWNERS": "* @a\n" });
@@ -299,5 +305,72 @@ describe("only regular files inside the checkout are read (issue 25 item 3)", ()
     symlinkSync(join(elsewhere, "org.toml"), join(root, `org-link-${counter}.toml`));
     const result = await validate([dir, "--policy", join(root, `policy-link-${counter}.toml`), "--organization-policy", join(root, `org-link-${counter}.toml`), "--format", "json"]);
     expect(JSON.parse(result.stdout)).toMatchObject({ exitCode: 0, findings: [] });
+  });
+});
+
+describe("output cannot command the CI runner (issue 25 item 4)", () => {
+  // What a pull request controls: CODEOWNERS tokens and the tree's file names. The Actions runner takes a line as a workflow
+  // command when it starts (after white space) with `::`, and as a legacy command when it holds `##[` anywhere.
+  const CODEOWNERS = "/src/ @a##[add-mask]x\nx##[error]y @a\n/lib/ ::stop-commands::tok\n/a/ @team/##[set-output name=x]v\n/docs/ @ok\n";
+  const TREE = ["##[set-output name=leak]value", "::add-mask::secret.txt", "other/##[error]boom.md", " \u00a0::warning::indented", "lib/##[add-mask]"];
+  const POLICY_NAME = "::error::x ##[add-mask]y.toml";
+
+  /** Why the runner would act on `line` (a command of any name, registered or not), or null. */
+  function runnerCommand(line: string): string | null {
+    if (/^[\s\u0085]*::/.test(line)) return `workflow command in ${JSON.stringify(line)}`;
+    if (line.includes("##[")) return `legacy command in ${JSON.stringify(line)}`;
+    // The runner compares with .NET's culture-aware IndexOf, which skips ignorable characters: none may reach it raw.
+    if (/[\p{Cf}\p{Default_Ignorable_Code_Point}]/u.test(line)) return `ignorable character in ${JSON.stringify(line)}`;
+    return null;
+  }
+
+  async function hostile(format: string) {
+    const dir = repository({ CODEOWNERS, [POLICY_NAME]: "schema_version = 1\nenabled = yes\n" });
+    return validate([dir, "--policy", join(dir, POLICY_NAME), "--format", format, "--files-from", "-"], { stdin: async () => `${TREE.join("\n")}\n` });
+  }
+
+  test("text prints hostile tokens and file names without a line the runner would act on", async () => {
+    const result = await hostile("text");
+    expect(result.lines.map(runnerCommand).filter((why) => why !== null)).toEqual([]);
+    expect(result.lines).toContain("\\u{003A}:error::x ##\\u{005B}add-mask]y.toml");
+    expect(result.stdout).toContain("invalid owner '@a##\\u{005B}add-mask]x'");
+    expect(result.stdout).toContain("other/##\\u{005B}error]boom.md");
+    expect(result.exitCode).toBe(1);
+  });
+
+  test("json has no line the runner would act on, and parses back to the hostile values unchanged", async () => {
+    const result = await hostile("json");
+    expect(result.stdout.split("\n").map(runnerCommand).filter((why) => why !== null)).toEqual([]);
+    const document = JSON.parse(result.stdout);
+    const messages = document.findings.map((finding: { message: string }) => finding.message).join("\n");
+    expect(messages).toContain("invalid owner '@a##[add-mask]x'");
+    expect(messages).toContain("invalid owner '::stop-commands::tok'");
+    expect(messages).toContain("other/##[error]boom.md");
+    expect(document.findings.map((finding: { file: string }) => finding.file)).toContain(POLICY_NAME);
+  });
+
+  test("github prints only its own annotations, with no legacy command inside them", async () => {
+    const result = await hostile("github");
+    const [summary, ...annotations] = [...result.lines].reverse();
+    expect(runnerCommand(summary!)).toBeNull();
+    expect(annotations.length).toBeGreaterThan(3);
+    for (const line of annotations) {
+      expect(line).toMatch(/^::(error|warning|notice) [^:]*::/);
+      expect(line.includes("##[")).toBe(false);
+    }
+  });
+
+  test("usage errors on stderr echo hostile arguments without a line the runner would act on", async () => {
+    for (const args of [["--##[add-mask]x"], [repository(CLEAN), "::stop-commands::x"], ["##[set-output name=x]"]]) {
+      const result = await validate(args);
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr.split("\n").map(runnerCommand).filter((why) => why !== null)).toEqual([]);
+    }
+  });
+
+  test("every occurrence is neutralised, including runs of '#' and '::' after any white space", () => {
+    expect(runnerSafe("###[a] ##[b]##[c]")).toBe("###\\u{005B}a] ##\\u{005B}b]##\\u{005B}c]");
+    for (const line of ["::x::y", "  ::x::y", "\t::x::y", "\u00a0::x::y", "\u3000::x::y"]) expect(runnerCommand(runnerSafe(line))).toBeNull();
+    expect(runnerSafe("a::b")).toBe("a::b");
   });
 });

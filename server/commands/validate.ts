@@ -215,12 +215,36 @@ export function treePaths(text: string): string[] {
 const escapeData = (value: string) => value.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
 const escapeProperty = (value: string) => escapeData(value).replace(/:/g, "%3A").replace(/,/g, "%2C");
 
+// The Actions runner acts on two shapes in any line of a step's output (actions/runner, ActionCommand.cs): a workflow command
+// `::name …::data` when the line starts with `::` after white space (TryParseV2), and a legacy command `##[name …]data` wherever
+// `##[` appears in the line (TryParse): `##[add-mask]`, `##[set-output …]`, `##[stop-commands]`, `##[error]`. File names and
+// CODEOWNERS tokens come from the pull request (issue 25 item 4), so every line printed goes through one of these: the `[` of
+// `##[` and the first `:` of a line-leading `::` become `\u{…}` escapes, written as visible() writes invisible characters.
+// They run after visible(), which also takes out the ignorable characters the runner's culture-aware IndexOf would skip over
+// (`##\u200B[`). Hand-written: @actions/core escapes a command's own data and properties, not text that is not a command.
+const LEGACY_COMMAND = /##\[/g;
+const withoutLegacyCommand = (line: string) => line.replace(LEGACY_COMMAND, "##\\u{005B}");
+
+/** A line of text output the runner takes as no command. */
+export function runnerSafe(line: string): string {
+  return withoutLegacyCommand(line).replace(/^([\s\u0085]*):(?=:)/, "$1\\u{003A}");
+}
+
+/**
+ * JSON text the runner takes as no command: `##[` can only stand inside a string, where `\u005B` parses back to `[`; no line
+ * of JSON.stringify's indented output starts with `:`.
+ */
+function runnerSafeJson(json: string): string {
+  return json.replace(LEGACY_COMMAND, "##\\u005B");
+}
+
+/** One workflow command; it starts with its own `::`, and the data the runner takes whole has no legacy command in it. */
 export function githubAnnotation(finding: Finding): string {
   const properties: string[] = [];
   if (finding.file !== null) properties.push(`file=${escapeProperty(visible(finding.file))}`);
   if (finding.line !== null) properties.push(`line=${finding.line}`);
   properties.push(`title=${escapeProperty(finding.kind)}`);
-  return `::${finding.severity} ${properties.join(",")}::${escapeData(visible(finding.message))}`;
+  return withoutLegacyCommand(`::${finding.severity} ${properties.join(",")}::${escapeData(visible(finding.message))}`);
 }
 
 function plural(count: number, word: string): string {
@@ -258,7 +282,7 @@ export interface ValidateDeps {
 }
 
 export async function runValidate(args: readonly string[], rawOut: ValidateOutput, deps: ValidateDeps = {}): Promise<number> {
-  const out = { stdout: (line: string) => rawOut.stdout(visible(line)), stderr: (line: string) => rawOut.stderr(visible(line)) };
+  const out = { stdout: (line: string) => rawOut.stdout(runnerSafe(visible(line))), stderr: (line: string) => rawOut.stderr(runnerSafe(visible(line))) };
   if (args.includes("--help") || args.includes("-h")) {
     for (const line of VALIDATE_USAGE.split("\n")) out.stdout(line);
     return EXIT_OK;
@@ -301,7 +325,7 @@ export async function runValidate(args: readonly string[], rawOut: ValidateOutpu
   const failed = report.summary.errors > 0 || (parsed.strict && report.summary.warnings > 0);
   const exitCode = failed ? EXIT_FAILURE : EXIT_OK;
   if (parsed.format === "json") {
-    rawOut.stdout(visibleJson(JSON.stringify({ format: VALIDATE_FORMAT, version: 1, exitCode, findings: report.findings, summary: report.summary }, null, 2)));
+    rawOut.stdout(runnerSafeJson(visibleJson(JSON.stringify({ format: VALIDATE_FORMAT, version: 1, exitCode, findings: report.findings, summary: report.summary }, null, 2))));
   } else if (parsed.format === "github") {
     for (const finding of report.findings) rawOut.stdout(githubAnnotation(finding));
     out.stdout(summaryLine(report));
