@@ -188,10 +188,8 @@ describe("only regular files inside the checkout are read (issue 25 item 3)", ()
   const SECRETS = ["DB_PASSWORD=s3cret canary-owner-one", "API_KEY=canary-pattern-two", "canary_toml_key = \"canary-three\""];
   const CANARIES = ["canary-owner-one", "canary-pattern-two", "canary_toml_key", "canary-three", "s3cret"];
 
-  function outside(): string {
-    const secret = repository({ "secret.env": `${SECRETS.join("\n")}\n`, "dir/CODEOWNERS": `${SECRETS.join("\n")}\n`, "dir/service-policy.toml": `${ENABLED}${SECRETS[2]}\n` });
-    return secret;
-  }
+  /** A directory out of the checkout whose files hold those lines. */
+  const outside = () => repository({ "secret.env": `${SECRETS.join("\n")}\n`, "dir/CODEOWNERS": `${SECRETS.join("\n")}\n`, "dir/service-policy.toml": `${ENABLED}${SECRETS[2]}\n` });
 
   async function everyFormat(args: string[]) {
     const results = [];
