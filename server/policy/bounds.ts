@@ -22,6 +22,15 @@ export const MAX_OPEN_PULL_REQUESTS = 1_000;
 /** Distinct owners resolved in one evaluation (DESIGN 3.6). */
 export const MAX_RESOLVED_OWNERS = 200;
 
+/**
+ * Owner tokens (DESIGN 3.6): the forge's own limits, so a longer token can name no one and is an invalid line. Logins of
+ * users and organizations have at most 39 characters, team slugs at most 255; an e-mail address has at most 254 (RFC 5321's
+ * path limit less its angle brackets).
+ */
+export const MAX_LOGIN_CHARS = 39;
+export const MAX_TEAM_SLUG_CHARS = 255;
+export const MAX_EMAIL_CHARS = 254;
+
 /** `trusted_apps` entries of the organization policy (DESIGN 3.6). */
 export const MAX_TRUSTED_APPS = 50;
 

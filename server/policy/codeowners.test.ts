@@ -366,3 +366,26 @@ describe("invalid CODEOWNERS lines", () => {
     expect(parsed.match("!important.txt")?.owners).toEqual(["@a"]);
   });
 });
+
+describe("owner tokens longer than the forge allows", () => {
+  const cases: Record<string, readonly [fits: string, tooLong: string]> = {
+    "a user login of more than 39 characters is an invalid line": [`@${"u".repeat(39)}`, `@${"u".repeat(40)}`],
+    "an organization login of more than 39 characters makes a team owner an invalid line": [`@${"o".repeat(39)}/core`, `@${"o".repeat(40)}/core`],
+    "a team slug of more than 255 characters is an invalid line": [`@acme/${"t".repeat(255)}`, `@acme/${"t".repeat(256)}`],
+    "an e-mail address of more than 254 characters is an invalid line": [`${"m".repeat(254 - "@example.com".length)}@example.com`, `${"m".repeat(255 - "@example.com".length)}@example.com`],
+  };
+  for (const [behaviour, [fits, tooLong]] of Object.entries(cases)) {
+    test(behaviour, () => {
+      expect(parseCodeowners(`* ${fits}\n`).errors).toEqual([]);
+      const parsed = parseCodeowners(`* @fallback\n/src/ ${tooLong}\n`);
+      expect(parsed.errors.map((error) => error.line)).toEqual([2]);
+      expect(parsed.match("src/a.ts")).toEqual({ owners: ["@fallback"], line: 1 });
+    });
+  }
+  test("the message of an invalid owner quotes a bounded part of the token", () => {
+    const parsed = parseCodeowners(`* @${"a-".repeat(1_000_000)}\n`);
+    expect(parsed.errors).toHaveLength(1);
+    expect(parsed.errors[0]!.message.length).toBeLessThan(200);
+    expect(parsed.errors[0]!.message).toContain("invalid owner");
+  });
+});

@@ -4,11 +4,13 @@
 // - Blank lines and lines starting with `#` are ignored. A token starting with `#` starts an inline comment.
 //   A `#` inside a token is rejected: the forge would start a comment there while gitignore would read it literally, and
 //   silently dropping part of a pattern or an owner could remove a requirement (fail closed instead).
-// - Owners are `@user`, `@org/team` or an email address; anything else makes the line invalid.
+// - Owners are `@user`, `@org/team` or an email address, no longer than the forge allows (DESIGN 3.6: logins 39 characters,
+//   team slugs 255, e-mail addresses 254); anything else makes the line invalid. Messages quote at most
+//   MAX_QUOTED_TOKEN_CHARS of a token, so an error costs the same whatever the line's length.
 // - A pattern without owners is valid: matching paths become unowned (`owners: []`).
 // - As on the forge, an invalid line is skipped by `match` and listed in `errors`; evaluate() then fails closed naming the lines.
 // - Last matching rule wins. Only the first MAX_CODEOWNERS_RULES rules are kept; beyond that an error is reported.
-import { MAX_CODEOWNERS_RULES } from "./bounds.ts";
+import { MAX_CODEOWNERS_RULES, MAX_EMAIL_CHARS, MAX_LOGIN_CHARS, MAX_TEAM_SLUG_CHARS } from "./bounds.ts";
 import type { MatchBudget } from "./match-budget.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
@@ -45,16 +47,31 @@ export interface ParsedCodeowners {
 
 export type OwnerKind = "user" | "team" | "email";
 
-const USER_OWNER = /^@[A-Za-z0-9_-]+$/;
-const TEAM_OWNER = /^@[A-Za-z0-9-]+\/[A-Za-z0-9_-]+$/;
+const USER_OWNER = new RegExp(`^@[A-Za-z0-9_-]{1,${MAX_LOGIN_CHARS}}$`);
+const TEAM_OWNER = new RegExp(`^@[A-Za-z0-9-]{1,${MAX_LOGIN_CHARS}}/[A-Za-z0-9_-]{1,${MAX_TEAM_SLUG_CHARS}}$`);
 const EMAIL_OWNER = /^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,63}$/;
+/** The longest token any owner form allows (`@org/team`): longer ones are rejected before any pattern reads them. */
+const MAX_OWNER_TOKEN_CHARS = Math.max(1 + MAX_LOGIN_CHARS + 1 + MAX_TEAM_SLUG_CHARS, MAX_EMAIL_CHARS);
 
-/** Classifies an owner token, or null when it is not valid owner syntax. */
+/** Classifies an owner token, or null when it is not valid owner syntax or longer than the forge allows. */
 export function ownerKind(owner: string): OwnerKind | null {
+  if (owner.length > MAX_OWNER_TOKEN_CHARS) return null;
   if (TEAM_OWNER.test(owner)) return "team";
   if (USER_OWNER.test(owner)) return "user";
-  if (EMAIL_OWNER.test(owner)) return "email";
+  if (owner.length <= MAX_EMAIL_CHARS && EMAIL_OWNER.test(owner)) return "email";
   return null;
+}
+
+/** Characters of a token an error message quotes; a longer token is quoted by its start and its length. */
+export const MAX_QUOTED_TOKEN_CHARS = 60;
+
+/** `'token'`, or for a long token `'start…' (N characters)`: messages stay short whatever the file holds. */
+export function quoteToken(token: string): string {
+  if (token.length <= MAX_QUOTED_TOKEN_CHARS) return `'${token}'`;
+  let end = MAX_QUOTED_TOKEN_CHARS;
+  const last = token.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--; // never split a surrogate pair
+  return `'${token.slice(0, end)}…' (${token.length} characters)`;
 }
 
 const isBlank = (ch: string) => ch === " " || ch === "\t" || ch === "\f" || ch === "\v" || ch === "\r";
@@ -97,7 +114,7 @@ function parseLine(line: string, validOwners: Map<string, boolean>): LineResult 
   const tokens = tokenize(line);
   const [patternToken, ...rest] = tokens;
   if (patternToken === undefined || patternToken.startsWith("#")) return { kind: "skip" };
-  if (patternToken.includes("#") && /(^|[^\\])#/.test(patternToken)) return { kind: "error", message: `'#' inside the pattern '${patternToken}'` };
+  if (patternToken.includes("#") && /(^|[^\\])#/.test(patternToken)) return { kind: "error", message: `'#' inside the pattern ${quoteToken(patternToken)}` };
   const compiled = compilePattern(patternToken);
   if (!compiled.ok) return { kind: "error", message: compiled.message };
   const owners: string[] = [];
@@ -108,7 +125,7 @@ function parseLine(line: string, validOwners: Map<string, boolean>): LineResult 
       valid = ownerKind(token) !== null;
       validOwners.set(token, valid);
     }
-    if (!valid) return { kind: "error", message: `invalid owner '${token}'` };
+    if (!valid) return { kind: "error", message: `invalid owner ${quoteToken(token)}` };
     owners.push(token);
   }
   return { kind: "rule", pattern: compiled.pattern, owners };
