@@ -75,7 +75,7 @@ describe.each(BACKENDS)("change preview on %s", (backend) => {
 
     const summary = check(previewed).output.summary ?? "";
     const section = summary.slice(summary.indexOf(PREVIEW_HEADING));
-    expect(section).toContain("<code>\\.forge/CODEOWNERS</code> line <code>3</code>: invalid owner \\'not\\-an\\-owner\\'");
+    expect(section).toContain("<code>\\.forge/CODEOWNERS</code> line <code>3</code>: <code>invalid owner &#39;not\\-an\\-owner&#39;</code>");
     expect(section).toContain("- <code>src/a\\.ts</code>: <code>\\@acme/core</code> <code>\\@bob</code> → <code>\\@carol</code>");
     expect(section).toContain("- <code>docs/guide\\.md</code>: <code>\\@acme/docs</code> <code>\\@alice</code> \\(or App <code>docs\\-review\\-bot</code>\\) → <code>\\@carol</code>");
     // The decision's output is the same as without the preview.

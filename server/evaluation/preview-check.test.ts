@@ -36,7 +36,7 @@ describe("change preview in the check output", () => {
   test("the section lists the head's invalid lines and each changed file whose owners would change", () => {
     const { output } = decideCheck(editingCodeowners("* @acme/core\n/src/ @bob\n/x not-an-owner\n"), settings);
     const section = output.summary.slice(output.summary.indexOf(PREVIEW_HEADING));
-    expect(section).toContain("<code>CODEOWNERS</code> line <code>3</code>: invalid owner 'not\\-an\\-owner'".replace(/'/g, "\\'"));
+    expect(section).toContain("<code>CODEOWNERS</code> line <code>3</code>: <code>invalid owner &#39;not\\-an\\-owner&#39;</code>");
     expect(section).toContain("- <code>src/app\\.ts</code>: <code>\\@alice</code> → <code>\\@bob</code>");
     expect(section).not.toContain("<code>CODEOWNERS</code>: ");
   });
@@ -63,7 +63,8 @@ describe("change preview in the check output", () => {
     const long = "x".repeat(100_000);
     const files = Array.from({ length: 2_000 }, (_, i) => `src/${long.slice(0, 150)}/${i}.ts`);
     const invalid = Array.from({ length: 500 }, (_, i) => `/${long.slice(0, 1000)}${i} not-an-owner-${long.slice(0, 2000)}`).join("\n");
-    const evidence = editingCodeowners(`* ${Array.from({ length: 50 }, (_, i) => `@owner-${i}-${long.slice(0, 80)}`).join(" ")}\n${invalid}\n`, files, withCodeowners(baseEvidence(), BASE_CODEOWNERS));
+    // Owners as long as a login may be (39 characters): a longer one would make the line invalid.
+    const evidence = editingCodeowners(`* ${Array.from({ length: 50 }, (_, i) => `@owner-${i}-${long.slice(0, 29)}`.slice(0, 40)).join(" ")}\n${invalid}\n`, files, withCodeowners(baseEvidence(), BASE_CODEOWNERS));
     const plain = decideCheck(withoutHead(evidence), settings);
     const { output } = decideCheck(evidence, settings);
     for (const field of [output.title, output.summary, output.text]) expect(field.length).toBeLessThanOrEqual(MAX_CHECK_OUTPUT_CHARS);
@@ -77,5 +78,71 @@ describe("change preview in the check output", () => {
     const preview: PreviewResult = { kind: "unavailable", why: ["x"] };
     const notEnabled = evaluate({ ...baseEvidence(), repositoryPolicy: { kind: "missing" } }, settings);
     expect(renderCheck(notEnabled, preview).summary).not.toContain(PREVIEW_HEADING);
+  });
+});
+
+/** A preview with `changes` changed paths whose owners before and after are `owners` (built directly: the rendering alone). */
+function previewOf(changes: number, before: readonly string[], after: readonly string[]): PreviewResult {
+  return {
+    kind: "preview",
+    codeownersPath: { before: "CODEOWNERS", after: "CODEOWNERS" },
+    invalid: [],
+    invalidOmitted: 0,
+    problems: [],
+    requiredApprovals: null,
+    ownershipChanges: Array.from({ length: changes }, (_, i) => ({ path: `src/f${i}.ts`, before: { owners: before, apps: [] }, after: { owners: after, apps: [] } })),
+    ownershipChangesOmitted: 0,
+    notes: [],
+  };
+}
+const sectionOf = (summary: string) => summary.slice(summary.indexOf(PREVIEW_HEADING));
+
+describe("preview text stays data", () => {
+  /** The section with every code span removed: what the forge's mention and reference filters would read. */
+  const prose = (summary: string) => sectionOf(summary).split("\n").slice(1).join("\n").replace(/<code>.*?<\/code>/g, "");
+
+  test("a CODEOWNERS token quoted by a parser message reaches the output only inside a code span", () => {
+    const { output } = decideCheck(editingCodeowners("* @bob\n/x @acme/security-team,please-review\n/y #12 @bob\n"), settings);
+    expect(sectionOf(output.summary)).toContain("security\\-team,please\\-review");
+    expect(prose(output.summary)).not.toMatch(/@|#\d/);
+  });
+
+  test("TOML key text of a repository policy error reaches the output only inside a code span", () => {
+    const evidence = editingCodeowners("* @bob\n", [".forge/service-policy.toml", "src/app.ts"]);
+    const policy = found(".forge/service-policy.toml", `schema_version = 1\nenabled = true\n"@acme/security-team" = 1\n[x]\n"#7" = 2\n`);
+    const { output } = decideCheck({ ...evidence, headFiles: { ...evidence.headFiles!, repositoryPolicy: policy } }, settings);
+    expect(sectionOf(output.summary)).toContain("security\\-team");
+    expect(prose(output.summary)).not.toMatch(/@|#\d/);
+  });
+});
+
+describe("change preview rendering bounds", () => {
+  const decision = () => evaluate(withFiles(baseEvidence(), ["CODEOWNERS", "src/app.ts"]), settings);
+
+  test("owners in the preview are shortened as paths are, so every changed path is still listed", () => {
+    const huge = `@${"a-".repeat(500_000)}z`;
+    const { summary } = renderCheck(decision(), previewOf(100, ["@alice"], [huge]));
+    const section = sectionOf(summary);
+    for (let i = 0; i < 100; i++) expect(section).toContain(`- <code>src/f${i}\\.ts</code>: <code>\\@alice</code> → <code>\\@a\\-`);
+    expect(section).not.toContain("Output truncated");
+    const longest = Math.max(...section.split("\n").map((line) => line.length));
+    expect(longest).toBeLessThan(2_000);
+  });
+
+  test("a preview with more owners than the output can hold is cut by lines, never after joining it all", () => {
+    const owners = Array.from({ length: 10 }, (_, i) => `@owner-${i}-${"x".repeat(30)}`);
+    const { summary } = renderCheck(decision(), previewOf(5_000, owners, ["@bob"]));
+    expect(summary.length).toBeLessThanOrEqual(MAX_CHECK_OUTPUT_CHARS);
+    expect(summary).toContain("Output truncated");
+    expect(summary.endsWith("\n")).toBe(true);
+    expect(sectionOf(summary)).toContain("<code>src/f0\\.ts</code>");
+  });
+
+  test("an owner set with thousands of owners lists some in the decision's text and counts the rest", () => {
+    const owners = Array.from({ length: 5_000 }, (_, i) => `@o${i}`);
+    const output = renderCheck(evaluate(withCodeowners(baseEvidence(), `* ${owners.join(" ")}\n`), settings));
+    expect(output.text).toContain("### Owner set 1");
+    expect(output.text).toMatch(/Owners\\: (<code>\\@o\d+<\/code> ){1,50}and \d+ more/);
+    expect(output.text.length).toBeLessThanOrEqual(MAX_CHECK_OUTPUT_CHARS);
   });
 });

@@ -2,9 +2,18 @@
 // when the pull request changes a policy file, the change preview appended after the decision's summary (issue 19 item 2):
 // the decision's own output is the same with or without it.
 // Every field stays within the forge's check-output limit (MAX_CHECK_OUTPUT_CHARS); long lists are cut with "and N more".
-import { MAX_CHECK_OUTPUT_CHARS, MAX_RENDERED_PATH_CHARS, MAX_RENDERED_PATHS_PER_SET } from "../policy/bounds.ts";
+// Output is built against a running character budget (BoundedLines): a list is never joined whole and cut afterwards, and
+// every value from the evidence is shortened before it is escaped (paths, owners, quoted tokens), so what rendering costs
+// does not grow with what a pull request puts in its files (issue 25 item 1).
+import {
+  MAX_CHECK_OUTPUT_CHARS,
+  MAX_RENDERED_OWNER_CHARS,
+  MAX_RENDERED_OWNERS_PER_SET,
+  MAX_RENDERED_PATH_CHARS,
+  MAX_RENDERED_PATHS_PER_SET,
+} from "../policy/bounds.ts";
 import type { OwnerSetLabel, PreviewResult } from "./change-preview.ts";
-import type { Decision, OwnerSetResult, Reason, ReasonCode } from "./decision.ts";
+import type { Decision, OwnerSetResult, Reason, ReasonCode, Text } from "./decision.ts";
 import { code, escapeMarkdown, renderPlain, renderText } from "./escape.ts";
 
 export interface CheckOutput {
@@ -58,6 +67,37 @@ export function fitOutput(text: string, limit: number = MAX_CHECK_OUTPUT_CHARS):
   return text.slice(0, cut) + TRUNCATION_NOTE;
 }
 
+/**
+ * Lines joined by "\n" within `limit` characters, the truncation note included: a line that would not fit ends the output
+ * (with the note) instead of being joined and cut afterwards. Each line must itself be bounded by its caller.
+ */
+class BoundedLines {
+  private readonly lines: string[] = [];
+  private length = 0;
+  truncated = false;
+
+  constructor(private readonly limit: number) {}
+
+  /** Adds `line` if it fits with room left for the note; false once the output is full. */
+  add(...lines: string[]): boolean {
+    for (const line of lines) {
+      if (this.truncated) return false;
+      const added = (this.lines.length === 0 ? 0 : 1) + line.length;
+      if (this.length + added > this.limit - TRUNCATION_NOTE.length) {
+        this.truncated = true;
+        return false;
+      }
+      this.lines.push(line);
+      this.length += added;
+    }
+    return true;
+  }
+
+  toString(): string {
+    return this.lines.join("\n") + (this.truncated ? TRUNCATION_NOTE : "");
+  }
+}
+
 function title(decision: Decision): string {
   if (decision.kind === "not_enabled") return REASON_TITLES.not_enabled;
   if (decision.kind === "retry") return "Waiting for complete evidence";
@@ -72,10 +112,15 @@ function title(decision: Decision): string {
   return `${open} of ${sets.length} owner set${sets.length === 1 ? "" : "s"} not yet approved`;
 }
 
+/** `text` rendered with each code-like part shortened like a path: a quoted value never makes a line long. */
+function renderShortText(text: Text): string {
+  return renderText(text.map((part) => (typeof part === "string" ? part : { code: shortenValue(part.code, MAX_RENDERED_PATH_CHARS) })));
+}
+
 function reasonLines(reason: Reason): string[] {
-  const lines = [`- ${renderText(reason.message)}`];
+  const lines = [`- ${renderShortText(reason.message)}`];
   const details = reason.details ?? [];
-  for (const detail of details.slice(0, 20)) lines.push(`  - ${renderText(detail)}`);
+  for (const detail of details.slice(0, 20)) lines.push(`  - ${renderShortText(detail)}`);
   if (details.length > 20) lines.push(`  - and ${details.length - 20} more`);
   return lines;
 }
@@ -114,13 +159,36 @@ function summary(decision: Decision): string {
   return lines.join("\n");
 }
 
+/**
+ * `value` cut to `max` code points, keeping its head and its tail around "…". Only the ends of a long value are read: it is
+ * never split into all its code points (a 3 MB token costs what a short one does).
+ */
+export function shortenValue(value: string, max: number): string {
+  if (value.length <= max) return value;
+  const head = Math.ceil((max - 1) / 2);
+  const tail = max - 1 - head;
+  if (value.length <= 2 * max) {
+    const points = Array.from(value);
+    if (points.length <= max) return value;
+    return `${points.slice(0, head).join("")}…${points.slice(points.length - tail).join("")}`;
+  }
+  // Over 2 × max UTF-16 units there are over max code points. Each end is read from 2 × max units: a pair split at the cut
+  // is a lone unit at the far end of that slice, never among the `head` first or `tail` last code points kept.
+  const start = Array.from(value.slice(0, 2 * max)).slice(0, head).join("");
+  const end = tail === 0 ? "" : Array.from(value.slice(value.length - 2 * max)).slice(-tail).join("");
+  return `${start}…${end}`;
+}
+
 /** `path` cut to MAX_RENDERED_PATH_CHARS code points, keeping its head and its tail (the file name) around "…". */
 export function shortenPath(path: string): string {
-  if (path.length <= MAX_RENDERED_PATH_CHARS) return path;
-  const points = Array.from(path);
-  if (points.length <= MAX_RENDERED_PATH_CHARS) return path;
-  const head = Math.ceil((MAX_RENDERED_PATH_CHARS - 1) / 2);
-  return `${points.slice(0, head).join("")}…${points.slice(points.length - (MAX_RENDERED_PATH_CHARS - 1 - head)).join("")}`;
+  return shortenValue(path, MAX_RENDERED_PATH_CHARS);
+}
+
+/** At most `max` owners, each shortened to MAX_RENDERED_OWNER_CHARS, as code, then "and N more". */
+function ownerCodes(owners: readonly string[], max: number): string[] {
+  const shown = owners.slice(0, max).map((owner) => code(shortenValue(owner, MAX_RENDERED_OWNER_CHARS)));
+  if (owners.length > max) shown.push(escapeMarkdown(`and ${owners.length - max} more`));
+  return shown;
 }
 
 /** A set's status, approvals and owners: shown for every set, before any set's details (issue 16 item 6). */
@@ -128,7 +196,7 @@ function setHeader(set: OwnerSetResult, index: number): string {
   return [
     `### ${escapeMarkdown(`Owner set ${index + 1}: ${STATUS_WORDS[set.status]} (${set.approvals} of ${set.required} approvals)`)}`,
     "",
-    `${escapeMarkdown("Owners:")} ${set.owners.map(code).join(" ")}`,
+    `${escapeMarkdown("Owners:")} ${ownerCodes(set.owners, MAX_RENDERED_OWNERS_PER_SET).join(" ")}`,
   ].join("\n");
 }
 
@@ -151,10 +219,10 @@ function setDetails(set: OwnerSetResult): string {
     for (const entry of set.notCounted) lines.push(`- ${code(entry.reviewer)}: ${renderText(entry.why)}`);
     if (set.notCountedOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${set.notCountedOmitted} more`)}`);
   }
-  if (set.blockedBy.length > 0) lines.push("", `${escapeMarkdown("Changes requested by:")} ${set.blockedBy.map(code).join(", ")}`);
+  if (set.blockedBy.length > 0) lines.push("", `${escapeMarkdown("Changes requested by:")} ${ownerCodes(set.blockedBy, MAX_RENDERED_OWNERS_PER_SET).join(", ")}`);
   if (set.unresolved.length > 0) {
     lines.push("", escapeMarkdown("Could not be established:"));
-    for (const entry of set.unresolved.slice(0, 20)) lines.push(`- ${renderText(entry)}`);
+    for (const entry of set.unresolved.slice(0, 20)) lines.push(`- ${renderShortText(entry)}`);
   }
   if (set.nonDelegablePaths.length > 0) {
     lines.push("", escapeMarkdown(`Non-delegable paths in this set: ${set.nonDelegablePaths.length} (no App approval can count for it).`));
@@ -169,13 +237,20 @@ function setDetails(set: OwnerSetResult): string {
 function text(decision: Decision): string {
   if (decision.kind === "not_enabled") return "";
   const budget = MAX_CHECK_OUTPUT_CHARS - TRUNCATION_NOTE.length - 200;
-  const headers = decision.ownerSets.map((set, index) => `${setHeader(set, index)}\n\n`);
-  let later = headers.reduce((sum, header) => sum + header.length + DETAILS_NOT_SHOWN.length + 2, 0);
-  const headersFit = later <= budget;
+  // Headers are made only while they could still fit: past the budget the rest are neither rendered nor reserved for.
+  const headers: string[] = [];
+  let later = 0;
+  for (const [index, set] of decision.ownerSets.entries()) {
+    if (later > budget) break;
+    headers.push(`${setHeader(set, index)}\n\n`);
+    later += headers[index]!.length + DETAILS_NOT_SHOWN.length + 2;
+  }
+  const headersFit = headers.length === decision.ownerSets.length && later <= budget;
   const sections: string[] = [];
   let length = 0;
   let shown = 0;
   for (const [index, set] of decision.ownerSets.entries()) {
+    if (index >= headers.length) break;
     later -= headers[index]!.length + DETAILS_NOT_SHOWN.length + 2;
     const room = budget - length - 2 - (headersFit ? later : 0);
     const full = headers[index]! + setDetails(set);
@@ -199,56 +274,80 @@ export const PREVIEW_HEADING = `### ${escapeMarkdown("Preview: this pull request
 
 function ownerSetLabel(label: OwnerSetLabel): string {
   if (label.owners.length === 0 && label.apps.length === 0) return escapeMarkdown("(no owners)");
-  const owners = label.owners.slice(0, MAX_PREVIEW_OWNERS).map(code);
-  if (label.owners.length > MAX_PREVIEW_OWNERS) owners.push(escapeMarkdown(`and ${label.owners.length - MAX_PREVIEW_OWNERS} more`));
-  const shown = label.owners.length === 0 ? escapeMarkdown("(no owners)") : owners.join(" ");
+  const shown = label.owners.length === 0 ? escapeMarkdown("(no owners)") : ownerCodes(label.owners, MAX_PREVIEW_OWNERS).join(" ");
   if (label.apps.length === 0) return shown;
-  const apps = label.apps.slice(0, MAX_PREVIEW_OWNERS).map(code);
-  if (label.apps.length > MAX_PREVIEW_OWNERS) apps.push(escapeMarkdown(`and ${label.apps.length - MAX_PREVIEW_OWNERS} more`));
-  return `${shown} ${escapeMarkdown("(or App")} ${apps.join(", ")}${escapeMarkdown(")")}`;
+  return `${shown} ${escapeMarkdown("(or App")} ${ownerCodes(label.apps, MAX_PREVIEW_OWNERS).join(", ")}${escapeMarkdown(")")}`;
 }
 
-/** The change preview as a Markdown section (bounded by the preview's own list bounds and shortened paths and messages). */
-export function previewSection(preview: PreviewResult): string {
-  const lines = [PREVIEW_HEADING, "", escapeMarkdown("What this pull request's change of the code-owners file or the repository policy would do once merged. Not part of the decision above, which uses the base commit.")];
+/**
+ * The change preview as a Markdown section of at most `limit` characters, built line by line against that budget (each line
+ * bounded by the preview's list bounds and shortened paths, owners and messages). Every value taken from the head's files
+ * (paths, owners, parser messages that quote tokens or TOML keys) is a code span, as in the decision's own output, so the
+ * forge's mention and reference filters never act on it (issue 25 item 7).
+ */
+export function previewSection(preview: PreviewResult, limit: number = MAX_CHECK_OUTPUT_CHARS): string {
+  const out = new BoundedLines(limit);
+  out.add(PREVIEW_HEADING, "");
   if (preview.kind === "unavailable") {
-    lines.push("", `${escapeMarkdown("The preview is left out:")} ${renderText(preview.why)}${escapeMarkdown(".")}`);
-    return lines.join("\n");
+    // One line says why: the decision above is published the same without the preview.
+    out.add(`${escapeMarkdown("The preview is left out:")} ${renderShortText(preview.why)}${escapeMarkdown(".")}`);
+    return out.toString();
   }
+  out.add(escapeMarkdown("What this pull request's change of the code-owners file or the repository policy would do once merged. Not part of the decision above, which uses the base commit."));
   const { before, after } = preview.codeownersPath;
   if (before !== after) {
-    const where = (path: string | null) => (path === null ? escapeMarkdown("none") : code(path));
-    lines.push("", `${escapeMarkdown("Code-owners file:")} ${where(before)} → ${where(after)}`);
+    const where = (path: string | null) => (path === null ? escapeMarkdown("none") : code(shortenPath(path)));
+    out.add("", `${escapeMarkdown("Code-owners file:")} ${where(before)} → ${where(after)}`);
   }
   const invalidCount = preview.invalid.length + preview.invalidOmitted;
   if (invalidCount > 0) {
-    lines.push("", escapeMarkdown(`Invalid after this change (${invalidCount}):`));
+    out.add("", escapeMarkdown(`Invalid after this change (${invalidCount}):`));
     for (const problem of preview.invalid) {
-      const at = problem.line === null ? code(problem.file) : `${code(problem.file)} ${escapeMarkdown("line")} ${code(String(problem.line))}`;
-      lines.push(`- ${at}: ${escapeMarkdown(shortenPath(problem.message))}`);
+      const file = code(shortenPath(problem.file));
+      const at = problem.line === null ? file : `${file} ${escapeMarkdown("line")} ${code(String(problem.line))}`;
+      if (!out.add(`- ${at}: ${code(shortenPath(problem.message))}`)) break;
     }
-    if (preview.invalidOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${preview.invalidOmitted} more`)}`);
+    if (preview.invalidOmitted > 0) out.add(`- ${escapeMarkdown(`and ${preview.invalidOmitted} more`)}`);
   }
   if (preview.problems.length > 0) {
-    lines.push("", escapeMarkdown("Would fail after this change:"));
-    for (const reason of preview.problems) lines.push(...reasonLines(reason));
+    out.add("", escapeMarkdown("Would fail after this change:"));
+    for (const reason of preview.problems) if (!out.add(...reasonLines(reason))) break;
   }
   if (preview.requiredApprovals !== null) {
-    lines.push("", escapeMarkdown(`Required approvals: ${preview.requiredApprovals.before} → ${preview.requiredApprovals.after}`));
+    out.add("", escapeMarkdown(`Required approvals: ${preview.requiredApprovals.before} → ${preview.requiredApprovals.after}`));
   }
   const changeCount = preview.ownershipChanges.length + preview.ownershipChangesOmitted;
   if (changeCount > 0) {
-    lines.push("", escapeMarkdown(`Changed files whose owners would change (${changeCount}):`));
+    out.add("", escapeMarkdown(`Changed files whose owners would change (${changeCount}):`));
     for (const change of preview.ownershipChanges) {
-      lines.push(`- ${code(shortenPath(change.path))}: ${ownerSetLabel(change.before)} → ${ownerSetLabel(change.after)}`);
+      if (!out.add(`- ${code(shortenPath(change.path))}: ${ownerSetLabel(change.before)} → ${ownerSetLabel(change.after)}`)) break;
     }
-    if (preview.ownershipChangesOmitted > 0) lines.push(`- ${escapeMarkdown(`and ${preview.ownershipChangesOmitted} more`)}`);
+    if (preview.ownershipChangesOmitted > 0) out.add(`- ${escapeMarkdown(`and ${preview.ownershipChangesOmitted} more`)}`);
   }
-  for (const note of preview.notes) lines.push("", renderText(note));
+  for (const note of preview.notes) out.add("", renderShortText(note));
   if (invalidCount === 0 && preview.problems.length === 0 && changeCount === 0 && preview.notes.length === 0 && preview.requiredApprovals === null) {
-    lines.push("", escapeMarkdown("The new files are valid and no changed file's owners would change."));
+    out.add("", escapeMarkdown("The new files are valid and no changed file's owners would change."));
   }
-  return lines.join("\n");
+  return out.toString();
+}
+
+/** The check output of `decision` alone: what is published when there is no preview. */
+export function renderDecision(decision: Decision): CheckOutput {
+  return {
+    title: renderPlain([title(decision)]).slice(0, 1_000),
+    summary: fitOutput(summary(decision)),
+    text: text(decision),
+  };
+}
+
+/**
+ * `output` (a conclusive decision's, from renderDecision) with the preview section after the decision's summary, which stays
+ * exactly as it was: the section gets only the room that is left, and none below MIN_PREVIEW_ROOM.
+ */
+export function withPreview(output: CheckOutput, preview: PreviewResult): CheckOutput {
+  const room = MAX_CHECK_OUTPUT_CHARS - output.summary.length - 2;
+  if (room < MIN_PREVIEW_ROOM) return output;
+  return { ...output, summary: `${output.summary}\n\n${previewSection(preview, room)}` };
 }
 
 /**
@@ -256,12 +355,6 @@ export function previewSection(preview: PreviewResult): string {
  * decision's own summary, which stays exactly as without it (the section gets only the room that is left).
  */
 export function renderCheck(decision: Decision, preview: PreviewResult | null = null): CheckOutput {
-  const decided = fitOutput(summary(decision));
-  const room = MAX_CHECK_OUTPUT_CHARS - decided.length - 2;
-  const withPreview = preview !== null && decision.kind === "conclusive" && room >= MIN_PREVIEW_ROOM ? `${decided}\n\n${fitOutput(previewSection(preview), room)}` : decided;
-  return {
-    title: renderPlain([title(decision)]).slice(0, 1_000),
-    summary: withPreview,
-    text: text(decision),
-  };
+  const output = renderDecision(decision);
+  return preview !== null && decision.kind === "conclusive" ? withPreview(output, preview) : output;
 }

@@ -65,6 +65,12 @@ export const MAX_RENDERED_PATHS_PER_SET = 20;
 /** A path longer than this many code points is shown in the check output as its head and tail around "…". */
 export const MAX_RENDERED_PATH_CHARS = 200;
 
+/** Owners listed per owner set in the check output (and per side of a preview's change) before "and N more". */
+export const MAX_RENDERED_OWNERS_PER_SET = 20;
+
+/** An owner longer than this many code points is shown in the check output as its head and tail around "…". */
+export const MAX_RENDERED_OWNER_CHARS = 100;
+
 /** Reviews listed per owner set under "did not count"; the rest are counted, not listed (keeps decisions small). */
 export const MAX_LISTED_REVIEWS_PER_SET = 50;
 
