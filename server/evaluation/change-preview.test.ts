@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { MAX_MATCH_STEPS } from "../policy/bounds.ts";
 import { parseCodeowners } from "../policy/codeowners.ts";
 import { MatchBudget } from "../policy/match-budget.ts";
 import { parseRepositoryPolicy } from "../policy/policy-files.ts";
@@ -126,6 +127,19 @@ describe("change preview", () => {
     const result = preview({ head: { ...base, codeowners: { path: "CODEOWNERS", text: head } }, changedFiles: files, budget: new MatchBudget(100_000) });
     expect(result.ownershipChanges).toEqual([]);
     expect(JSON.stringify(result.notes)).toContain("steps");
+  });
+
+  test("the preview spends at most a quarter of the decision's matching budget", () => {
+    // About 6,200,000 steps: within the decision's MAX_MATCH_STEPS, over a quarter of it.
+    const head = ["* @bob", ...Array.from({ length: 10 }, (_, i) => `${fiveStarRule(i)} @carol`)].join("\n");
+    const files = Array.from({ length: 1_000 }, (_, i) => sixtyDeepPath(`f${i}.x`));
+    const probe = new MatchBudget(Number.POSITIVE_INFINITY);
+    preview({ head: { ...base, codeowners: { path: "CODEOWNERS", text: head } }, changedFiles: files, budget: probe });
+    expect(probe.used).toBeGreaterThan(MAX_MATCH_STEPS / 4);
+    expect(probe.used).toBeLessThan(MAX_MATCH_STEPS);
+    const result = preview({ head: { ...base, codeowners: { path: "CODEOWNERS", text: head } }, changedFiles: files });
+    expect(result.ownershipChanges).toEqual([]);
+    expect(JSON.stringify(result.notes)).toContain(String(MAX_MATCH_STEPS / 4));
   });
 
   test("hostile paths and owners are returned as data, untouched", () => {

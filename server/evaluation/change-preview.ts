@@ -1,14 +1,17 @@
 // The change preview (issue 19 item 2): what a pull request's edit of the code-owners file or the repository policy would do
 // once merged, shown after the decision and never part of it. Pure and browser-safe: the worker and the playground run it.
 // Both sides go through analyze(), the decision's own policy parsing, code-owners selection by location precedence, matching
-// (spending one MatchBudget of MAX_MATCH_STEPS for the whole preview) and owner-set grouping; App delegations go through
-// eligibility.ts's delegationAllows. There is no second implementation of any of them here.
-import { MAX_MATCH_STEPS } from "../policy/bounds.ts";
+// (spending one MatchBudget of MAX_PREVIEW_MATCH_STEPS, a quarter of a decision's, for the whole preview) and owner-set
+// grouping; App delegations go through eligibility.ts's holdingDelegations and delegationCovers (delegationAllows in two
+// steps). There is no second implementation of any of them here.
+// Its work must not grow with the size of an owner set times the paths (issue 25 item 1): what depends on a group's owners
+// (its comparison key, the delegations that hold for it) is computed once per group, never per path.
+import { MAX_PREVIEW_MATCH_STEPS } from "../policy/bounds.ts";
 import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
 import { utf8ByteLength } from "../policy/utf8.ts";
 import { analyze, matchingBudgetReason, type Analysis, type AnalysisResult } from "./analyze.ts";
 import { t, type Reason, type ReasonCode, type Text } from "./decision.ts";
-import { delegationAllows } from "./eligibility.ts";
+import { delegationCovers, holdingDelegations } from "./eligibility.ts";
 import {
   CODEOWNERS_LOCATIONS,
   DEFAULT_EVALUATION_SETTINGS,
@@ -89,7 +92,7 @@ export interface PreviewReadsInput {
   /** The pull request's labels (a delegation may require one). */
   readonly labels: readonly string[];
   readonly settings: EvaluationSettings;
-  /** The matching work the whole preview may spend (both sides); MAX_MATCH_STEPS unless a test passes its own. */
+  /** The matching work the whole preview may spend (both sides); MAX_PREVIEW_MATCH_STEPS unless a test passes its own. */
   readonly budget?: MatchBudget;
 }
 
@@ -226,9 +229,17 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
   // A head file that could not be read: no preview rather than one computed from a file the pull request does not have.
   const failed = [...CODEOWNERS_LOCATIONS.map((location) => input.head.codeowners[location]), input.head.repositoryPolicy].find(unreadable);
   if (failed !== undefined) return { kind: "unavailable", why: t`a policy file could not be read at the head commit (${failed.detail})` };
-  const budget = input.budget ?? new MatchBudget(MAX_MATCH_STEPS);
-  const before = analyseSide(input.base, input, budget);
-  const after = analyseSide(input.head, input, budget);
+  const budget = input.budget ?? new MatchBudget(MAX_PREVIEW_MATCH_STEPS);
+  let before: AnalysisResult;
+  let after: AnalysisResult;
+  try {
+    before = analyseSide(input.base, input, budget);
+    after = analyseSide(input.head, input, budget);
+  } catch (error) {
+    // Matching inside analyze() is caught there; this is work charged outside it (such as parsing) that ran out.
+    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    return { kind: "unavailable", why: t`the preview needs more than ${budget.limit} path-matching steps` };
+  }
 
   const notes: Text[] = [];
   const invalid: PreviewProblem[] = [];
@@ -267,14 +278,15 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
     else {
       try {
         const paths = [...changedPaths(input.files)].sort();
-        const was = labels(before, paths, input.labels);
-        const will = labels(after, paths, input.labels);
+        const ownerIds = new Map<string, number>();
+        const was = labels(before, paths, input.labels, ownerIds);
+        const will = labels(after, paths, input.labels, ownerIds);
         for (const path of paths) {
           const a = was.get(path)!;
           const b = will.get(path)!;
-          if (labelKey(a) === labelKey(b)) continue;
+          if (a.key === b.key) continue;
           changedCount++;
-          if (ownershipChanges.length < MAX_PREVIEW_CHANGES) ownershipChanges.push({ path, before: a, after: b });
+          if (ownershipChanges.length < MAX_PREVIEW_CHANGES) ownershipChanges.push({ path, before: a.label, after: b.label });
         }
       } catch (error) {
         if (!(error instanceof MatchBudgetExceeded)) throw error;
@@ -299,18 +311,38 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
 
 const UNOWNED: OwnerSetLabel = { owners: [], apps: [] };
 
-/** Each path's owner set in `analysis`, with the enrolled Apps a delegation lets approve on that path alone. */
-function labels(analysis: Analysis, paths: readonly string[], prLabels: readonly string[]): Map<string, OwnerSetLabel> {
-  const result = new Map<string, OwnerSetLabel>(paths.map((path) => [path, UNOWNED]));
+/** A label with its comparison key: owners compared case-insensitively as a set (by a number per distinct set), then Apps. */
+interface KeyedLabel {
+  readonly label: OwnerSetLabel;
+  readonly key: string;
+}
+
+/**
+ * Each path's owner set in `analysis`, with the enrolled Apps a delegation lets approve on that path alone. `ownerIds` numbers
+ * each distinct owner set (lower-cased and joined once per group) and is shared by both sides, so keys compare by that number.
+ */
+function labels(analysis: Analysis, paths: readonly string[], prLabels: readonly string[], ownerIds: Map<string, number>): Map<string, KeyedLabel> {
+  const idOf = (owners: readonly string[]) => {
+    const joined = owners.map((owner) => owner.toLowerCase()).join(" ");
+    let id = ownerIds.get(joined);
+    if (id === undefined) ownerIds.set(joined, (id = ownerIds.size));
+    return id;
+  };
+  const unowned: KeyedLabel = { label: UNOWNED, key: `${idOf([])}|` };
+  const result = new Map<string, KeyedLabel>(paths.map((path) => [path, unowned]));
   const delegating = analysis.delegations.length > 0 ? analysis.trustedApps.map((app) => app.slug) : [];
-  const context = { delegations: analysis.delegations, nonDelegable: analysis.nonDelegable, labels: prLabels };
+  const context = { delegations: analysis.delegations, labels: prLabels };
   for (const group of analysis.groups) {
+    const id = idOf(group.owners);
+    const holding = delegating.map((slug) => ({ slug, delegations: holdingDelegations(slug, group.owners, context) })).filter((entry) => entry.delegations.length > 0);
+    const byApps = new Map<string, KeyedLabel>();
     for (const path of group.paths) {
-      const apps = delegating.filter((slug) => delegationAllows(slug, { owners: group.owners, paths: [path] }, context).value === "yes").sort();
-      result.set(path, { owners: group.owners, apps });
+      const apps = holding.filter((entry) => delegationCovers(entry.slug, entry.delegations, [path], analysis.nonDelegable).value === "yes").map((entry) => entry.slug).sort();
+      const appsKey = apps.join(" ");
+      let keyed = byApps.get(appsKey);
+      if (keyed === undefined) byApps.set(appsKey, (keyed = { label: { owners: group.owners, apps }, key: `${id}|${appsKey}` }));
+      result.set(path, keyed);
     }
   }
   return result;
 }
-
-const labelKey = (label: OwnerSetLabel) => `${label.owners.map((owner) => owner.toLowerCase()).join(" ")}|${label.apps.join(" ")}`;

@@ -141,17 +141,30 @@ export function delegationAllows(
   group: OwnerGroup,
   input: { readonly delegations: readonly Delegation[]; readonly nonDelegable: NonDelegableSet; readonly labels: readonly string[] },
 ): Fact {
+  return delegationCovers(slug, holdingDelegations(slug, group.owners, input), group.paths, input.nonDelegable);
+}
+
+/**
+ * The delegations to `slug` whose owners condition (any one owner of the set) and required label hold. Depends on the set's
+ * owners, not its paths: the change preview asks once per owner set, then delegationCovers per path.
+ */
+export function holdingDelegations(slug: string, owners: readonly string[], input: { readonly delegations: readonly Delegation[]; readonly labels: readonly string[] }): readonly Delegation[] {
+  const toApp = input.delegations.filter((delegation) => delegation.app === slug);
+  if (toApp.length === 0) return toApp;
   const labels = new Set(input.labels.map((label) => label.toLowerCase()));
-  const setOwners = group.owners.map((owner) => owner.toLowerCase());
-  const holding = input.delegations.filter(
+  const setOwners = toApp.some((delegation) => delegation.owners !== null) ? owners.map((owner) => owner.toLowerCase()) : [];
+  return toApp.filter(
     (delegation) =>
-      delegation.app === slug &&
       (delegation.owners === null || setOwners.some((owner) => delegation.owners!.has(owner))) &&
       (delegation.requiredLabel === null || labels.has(delegation.requiredLabel.toLowerCase())),
   );
+}
+
+/** Whether the `holding` delegations to `slug` cover every path of `paths` and none of them is non-delegable. */
+export function delegationCovers(slug: string, holding: readonly Delegation[], paths: readonly string[], nonDelegable: NonDelegableSet): Fact {
   if (holding.length === 0) return no(t`no delegation to ${slug} applies to these owners (or its required label is absent)`);
-  const uncovered = group.paths.find((path) => !holding.some((delegation) => delegation.covers(path)));
-  const guarded = group.paths.find((path) => input.nonDelegable.isNonDelegable(path));
+  const uncovered = paths.find((path) => !holding.some((delegation) => delegation.covers(path)));
+  const guarded = paths.find((path) => nonDelegable.isNonDelegable(path));
   if (guarded !== undefined) return no(t`${guarded} is non-delegable`);
   if (uncovered !== undefined) return no(t`${uncovered} is not covered by a delegation to ${slug}`);
   return YES;

@@ -52,6 +52,13 @@ export const MAX_DELEGATION_PATTERNS = 500;
  */
 export const MAX_MATCH_STEPS = 20_000_000;
 
+/**
+ * Path-matching steps the change preview may spend, both sides together (issue 25 item 1): a quarter of MAX_MATCH_STEPS, so
+ * the preview of a hostile head file adds at most a quarter of a decision's matching work. Past it the preview compares no
+ * owner sets and says why; the decision is unaffected.
+ */
+export const MAX_PREVIEW_MATCH_STEPS = MAX_MATCH_STEPS / 4;
+
 /** `required_approvals` range (DESIGN 3.1). */
 export const MIN_REQUIRED_APPROVALS = 1;
 export const MAX_REQUIRED_APPROVALS = 10;
