@@ -8,13 +8,27 @@ import { evaluate } from "../evaluation/evaluate.ts";
 import { NO_DIRECTORY_FACTS } from "../evaluation/plan-lookups.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence } from "../evaluation/evidence.ts";
 import { renderCheck } from "../evaluation/render-check.ts";
-import { approve, baseEvidence, fiveStarRule, sixtyDeepPath, USERS, withCodeowners, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
+import { approve, baseEvidence, fiveStarRule, found, sixtyDeepPath, USERS, withCodeowners, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
+import { decideCheck } from "../evaluation/decide-check.ts";
+import { PREVIEW_HEADING } from "../evaluation/render-check.ts";
 import { RetryLater } from "./errors.ts";
 import { type Evaluator, inlineEvaluator, threadEvaluator } from "./evaluator.ts";
 
 const log = pino({ level: "silent" });
 const settings = DEFAULT_EVALUATION_SETTINGS;
 const STUCK = new URL("./stuck-thread-fixture.ts", import.meta.url);
+const PREVIEW_FAULTS = new URL("./preview-fault-thread-fixture.ts", import.meta.url);
+
+/** The base fixture as pull request `number`, changing CODEOWNERS to `headText` (the head's files give it a preview). */
+function editingCodeowners(number: number, headText = "* @bob\n"): Evidence {
+  const changed = withFiles(baseEvidence(), ["CODEOWNERS", "src/app.ts"]);
+  return {
+    ...changed,
+    pullRequest: { ...changed.pullRequest, number },
+    sameHeadPullRequests: { complete: true, items: [{ number, headSha: changed.pullRequest.headSha }] },
+    headFiles: { codeowners: { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", headText) }, repositoryPolicy: changed.repositoryPolicy },
+  };
+}
 
 /** 100 rules of five ** and 2,999 sixty-deep paths: the decision runs until it spends MAX_MATCH_STEPS. */
 function heavyEvidence(): Evidence {
@@ -62,6 +76,29 @@ describe("evaluation threads", () => {
     const evaluator = threads();
     expect(await evaluator.decide(evidence)).toEqual({ decision, output: renderCheck(decision) });
     expect(await evaluator.plan(evidence, NO_DIRECTORY_FACTS)).toEqual(await inlineEvaluator(settings).plan(evidence, NO_DIRECTORY_FACTS));
+  });
+
+  test("a thread's decision with its change preview is the one the decision core makes on the event loop", async () => {
+    const evidence = editingCodeowners(7);
+    const inline = decideCheck(evidence, settings);
+    expect(inline.output.summary).toContain("would change");
+    expect(await threads().decide(evidence)).toEqual({ decision: inline.decision, output: inline.output });
+  });
+
+  test("a preview over its time bound is left out with a one-line note; the decision is published as without it", async () => {
+    const evidence = editingCodeowners(1);
+    const { headFiles: _, ...withoutHead } = evidence;
+    const plain = decideCheck(withoutHead, settings);
+    const evaluator = threads({ url: PREVIEW_FAULTS, previewTimeoutMs: 200, threads: 1 });
+    const published = await evaluator.decide(evidence);
+    expect(published.decision).toEqual(plain.decision);
+    expect(published.output.title).toBe(plain.output.title);
+    expect(published.output.text).toBe(plain.output.text);
+    const [decided, section] = published.output.summary.split(`\n\n${PREVIEW_HEADING}\n\n`);
+    expect(decided).toBe(plain.output.summary);
+    expect(section).toBe("The preview is left out\\: it took longer than 0\\.2 s\\.");
+    // With one thread allowed, this answer can only come from a new thread: the stuck one was terminated.
+    expect((await evaluator.decide(editingCodeowners(2))).output.summary).toContain("The preview is left out\\: it could not be computed");
   });
 
   test("health probes are answered while a thread runs a decision that spends the whole matching budget", async () => {

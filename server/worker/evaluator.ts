@@ -1,4 +1,15 @@
-import { decideCheck, planLookups, type CheckOutput, type Decision, type DirectoryFacts, type EvaluationSettings, type Evidence, type LookupPlan } from "../evaluation/index.ts";
+import {
+  decideCheck,
+  planLookups,
+  previewLeftOut,
+  wantsPreview,
+  type CheckOutput,
+  type Decision,
+  type DirectoryFacts,
+  type EvaluationSettings,
+  type Evidence,
+  type LookupPlan,
+} from "../evaluation/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { EVALUATION_THREAD_URL } from "../threads.ts";
 import { RetryLater } from "./errors.ts";
@@ -13,6 +24,11 @@ import { RetryLater } from "./errors.ts";
  * A request over its time bound terminates its thread (a new one starts for the next request) and the job is retried
  * (RetryLater "evaluation_timeout"), never published as failure: wall time depends on the host's load as well as on the
  * input, and a conclusion must depend on the evidence only. The check meanwhile stays in_progress, so nothing merges on it.
+ *
+ * The change preview (issue 25 item 1) is a request of its own, made once the decision and its output are back, with a
+ * short bound counted from when it is asked for (PREVIEW_TIMEOUT_MS, queueing included). It can only add its section:
+ * when it fails, runs past that bound or its thread dies, its thread is stopped and the decision's output is published with
+ * a one-line note instead (previewLeftOut); the decision is never retried or changed because of it.
  */
 export type Evaluator = {
   /** The directory facts the evaluation still needs beyond `known`, those fetched so far (planLookups). */
@@ -27,6 +43,13 @@ export type Evaluator = {
 export const EVALUATION_TIMEOUT_MS = 15_000;
 
 /**
+ * Wall-time bound of one change preview, from the moment it is asked for. A preview spends at most MAX_PREVIEW_MATCH_STEPS
+ * (about a tenth of a second) plus parsing both sides' files; e2e/bench/preview-attack-bench.ts measures the heaviest under
+ * half a second on the 2-core machine. Past this the check is published without it: the publication waits no longer.
+ */
+export const PREVIEW_TIMEOUT_MS = 2_000;
+
+/**
  * Evaluation threads per process: decisions are CPU-bound and short, so two keep one slow decision from delaying every other
  * while a 2-core host keeps a core for the event loop. More requests wait in order; their time bound starts on a thread.
  */
@@ -34,11 +57,14 @@ export const EVALUATION_THREADS = 2;
 
 export type ThreadRequest =
   | { readonly id: number; readonly kind: "plan"; readonly evidence: Omit<Evidence, "directory">; readonly known: DirectoryFacts; readonly settings: EvaluationSettings }
-  | { readonly id: number; readonly kind: "decide"; readonly evidence: Evidence; readonly settings: EvaluationSettings };
+  | { readonly id: number; readonly kind: "decide"; readonly evidence: Evidence; readonly settings: EvaluationSettings }
+  /** The change preview appended to `output`, the decision's output from the "decide" request. */
+  | { readonly id: number; readonly kind: "preview"; readonly evidence: Evidence; readonly settings: EvaluationSettings; readonly output: CheckOutput };
 
 export type ThreadReply =
   | { readonly id: number; readonly ok: true; readonly kind: "plan"; readonly plan: LookupPlan }
   | { readonly id: number; readonly ok: true; readonly kind: "decide"; readonly decision: Decision; readonly output: CheckOutput }
+  | { readonly id: number; readonly ok: true; readonly kind: "preview"; readonly output: CheckOutput }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
 /** On the calling thread: for tests and one-shot commands, where nothing else waits on the event loop. */
@@ -57,6 +83,8 @@ export type ThreadEvaluatorOptions = {
   readonly log: Logger;
   readonly threads?: number;
   readonly timeoutMs?: number;
+  /** The change preview's bound (PREVIEW_TIMEOUT_MS). */
+  readonly previewTimeoutMs?: number;
   /** The thread's entry point (tests substitute a slow one). */
   readonly url?: URL;
 };
@@ -69,7 +97,7 @@ type Waiting = {
 };
 
 export function threadEvaluator(settings: EvaluationSettings, options: ThreadEvaluatorOptions): Evaluator {
-  const { log, threads = EVALUATION_THREADS, timeoutMs = EVALUATION_TIMEOUT_MS, url = EVALUATION_THREAD_URL } = options;
+  const { log, threads = EVALUATION_THREADS, timeoutMs = EVALUATION_TIMEOUT_MS, previewTimeoutMs = PREVIEW_TIMEOUT_MS, url = EVALUATION_THREAD_URL } = options;
   const idle: Worker[] = [];
   const all = new Set<Worker>();
   const queue: Waiting[] = [];
@@ -168,7 +196,20 @@ export function threadEvaluator(settings: EvaluationSettings, options: ThreadEva
     async decide(evidence, signal) {
       const reply = await request({ id: nextId++, kind: "decide", evidence, settings }, signal);
       if (reply.kind !== "decide") throw new Error("an evaluation thread answered the wrong request");
-      return { decision: reply.decision, output: reply.output };
+      const { decision, output } = reply;
+      if (!wantsPreview(decision, evidence)) return { decision, output };
+      // Aborting the combined signal stops the preview's thread (run()) or drops it from the queue (request()).
+      const bound = AbortSignal.timeout(previewTimeoutMs);
+      try {
+        const previewed = await request({ id: nextId++, kind: "preview", evidence, settings, output }, signal === undefined ? bound : AbortSignal.any([signal, bound]));
+        if (previewed.kind !== "preview") throw new Error("an evaluation thread answered the wrong request");
+        return { decision, output: previewed.output };
+      } catch (error) {
+        if (signal?.aborted || closed) throw error; // the job itself was abandoned: nothing is published
+        const omission = bound.aborted ? { kind: "timeout" as const, ms: previewTimeoutMs } : { kind: "failed" as const };
+        log.warn({ reason: omission.kind, error: error instanceof Error ? error.name : "unknown" }, "the change preview was left out; the decision is published without it");
+        return { decision, output: previewLeftOut(output, omission) };
+      }
     },
     async close() {
       closed = true;
