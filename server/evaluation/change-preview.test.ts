@@ -73,11 +73,16 @@ describe("change preview", () => {
   });
 
   test("a delegation added by the policy shows the App on the paths it may approve, never on non-delegable ones", () => {
+    // The base's policy delegates to the App already: the base decision's output shows its enrollment.
     const result = preview({
+      base: { ...base, repositoryPolicy: delegationPolicy(["/src/**"]) },
       head: { ...base, repositoryPolicy: delegationPolicy(["/docs/**", "/deploy/**"]) },
       changedFiles: ["docs/a.md", "deploy/x.yaml", "src/app.ts", ".forge/service-policy.toml"],
     });
-    expect(result.ownershipChanges).toEqual([{ path: "docs/a.md", before: { owners: ["@acme/docs"], apps: [] }, after: { owners: ["@acme/docs"], apps: [APP_SLUG] } }]);
+    expect(result.ownershipChanges).toEqual([
+      { path: "docs/a.md", before: { owners: ["@acme/docs"], apps: [] }, after: { owners: ["@acme/docs"], apps: [APP_SLUG] } },
+      { path: "src/app.ts", before: { owners: ["@alice"], apps: [APP_SLUG] }, after: { owners: ["@alice"], apps: [] } },
+    ]);
   });
 
   test("a change of required approvals is reported", () => {
@@ -87,8 +92,23 @@ describe("change preview", () => {
 
   test("a delegation to an App the organization did not enroll is a head problem worded as the decision words it", () => {
     const policy = `schema_version = 1\nenabled = true\n[[delegations]]\napp = "stranger"\npaths = ["/docs/**"]\n`;
-    const result = preview({ head: { ...base, repositoryPolicy: policy }, changedFiles: [".forge/service-policy.toml"] });
+    // The base delegates to the same App: the base decision already says it is not enrolled.
+    const basePolicy = `schema_version = 1\nenabled = true\n[[delegations]]\napp = "stranger"\npaths = ["/src/**"]\n`;
+    const result = preview({ base: { ...base, repositoryPolicy: basePolicy }, head: { ...base, repositoryPolicy: policy }, changedFiles: [".forge/service-policy.toml"] });
     expect(result.problems.map((reason) => reason.code)).toEqual(["delegation_app_not_enrolled"]);
+  });
+
+  test("a delegation the head adds to an App the base does not delegate to discloses nothing of the organization's enrollment", () => {
+    const delegatingTo = (app: string) => `schema_version = 1\nenabled = true\n[[delegations]]\napp = "${app}"\npaths = ["/docs/**"]\n`;
+    const previewOf = (app: string) =>
+      preview({ head: { ...base, repositoryPolicy: delegatingTo(app) }, changedFiles: ["docs/a.md", "src/app.ts", ".forge/service-policy.toml"] });
+    const enrolled = previewOf(APP_SLUG);
+    const stranger = previewOf("stranger");
+    // The same answer whether the organization enrolled the App or not: only the name the head wrote differs.
+    expect(JSON.parse(JSON.stringify(enrolled).replaceAll(APP_SLUG, "stranger"))).toEqual(stranger);
+    expect(enrolled.problems).toEqual([]);
+    expect(enrolled.ownershipChanges).toEqual([]);
+    expect(JSON.stringify(enrolled.notes)).toContain(APP_SLUG);
   });
 
   test("a head policy that turns the check off says so and compares no owner sets", () => {

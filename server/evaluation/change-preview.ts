@@ -4,6 +4,9 @@
 // (spending one MatchBudget of MAX_PREVIEW_MATCH_STEPS, a quarter of a decision's, for the whole preview) and owner-set
 // grouping; App delegations go through eligibility.ts's holdingDelegations and delegationCovers (delegationAllows in two
 // steps). There is no second implementation of any of them here.
+// It shows no more of the organization policy than the base decision's output does (issue 25 item 7): whether an App is
+// enrolled shows only for Apps the base's repository policy delegates to (the base decision says which of those are not
+// enrolled); a delegation the head adds to any other App is named in a note, never evaluated against the enrollment.
 // Its work must not grow with the size of an owner set times the paths (issue 25 item 1): what depends on a group's owners
 // (its comparison key, the delegations that hold for it) is computed once per group, never per path.
 import { MAX_PREVIEW_MATCH_STEPS } from "../policy/bounds.ts";
@@ -25,6 +28,8 @@ import {
 
 /** Invalid lines and policy errors listed before the rest are counted. */
 export const MAX_PREVIEW_PROBLEMS = 50;
+/** Apps named in the note on delegations the preview does not evaluate, before the rest are counted. */
+const MAX_UNDISCLOSED_APPS_NAMED = 10;
 /** Changed paths whose owner set would change, listed before the rest are counted. */
 export const MAX_PREVIEW_CHANGES = 100;
 
@@ -32,7 +37,10 @@ export const MAX_PREVIEW_CHANGES = 100;
 export interface OwnerSetLabel {
   /** Owners as first spelled, deduplicated case-insensitively and sorted (the decision's owner-set key); empty: unowned. */
   readonly owners: readonly string[];
-  /** Enrolled Apps whose approval may count on this path through a delegation of the repository policy, sorted. */
+  /**
+   * Enrolled Apps whose approval may count on this path through a delegation of the repository policy, sorted; only Apps the
+   * base's policy delegates to (the others' enrollment is not disclosed before merging).
+   */
   readonly apps: readonly string[];
 }
 
@@ -245,6 +253,9 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
   const invalid: PreviewProblem[] = [];
   let invalidCount = 0;
   const problems: Reason[] = [];
+  // Apps whose enrollment the base decision's output already shows; the others' stays undisclosed.
+  const disclosed = new Set(before.kind === "analysed" ? before.delegations.map((delegation) => delegation.app) : []);
+  const undisclosed = after.kind === "analysed" ? [...new Set(after.delegations.map((delegation) => delegation.app).filter((app) => !disclosed.has(app)))].sort() : [];
   if (after.kind === "analysed") {
     const codeownersFile = after.codeownersPath ?? "CODEOWNERS";
     for (const error of after.codeownersErrors) {
@@ -261,7 +272,22 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
       if (!HEAD_FILE_CODES.has(reason.code)) continue;
       if (reason.code === "codeowners_invalid") continue; // listed line by line above
       if (reason.code === "repository_policy_invalid" && after.repositoryPolicyErrors.length > 0) continue;
+      if (reason.code === "delegation_app_not_enrolled") {
+        // Only the Apps the base also delegates to: a detail naming another App (as a code part) is left out.
+        const details = (reason.details ?? []).filter((detail) => !detail.some((part) => typeof part !== "string" && undisclosed.includes(part.code)));
+        if (details.length > 0) problems.push({ ...reason, details });
+        continue;
+      }
       problems.push(reason);
+    }
+    if (undisclosed.length > 0) {
+      const shown = undisclosed.slice(0, MAX_UNDISCLOSED_APPS_NAMED);
+      const more = undisclosed.length > shown.length ? [`, and ${undisclosed.length - shown.length} more`] : [];
+      notes.push([
+        ...t`delegations to Apps the base commit's policy does not delegate to are not previewed (the organization's enrollment is shown once the change is merged): `,
+        ...shown.flatMap((app, index) => (index === 0 ? t`${app}` : t`, ${app}`)),
+        ...more,
+      ]);
     }
   } else if (after.kind === "retry") {
     return { kind: "unavailable", why: t`the repository policy could not be read at the head commit` };
@@ -279,8 +305,8 @@ export function previewFromReads(input: PreviewReadsInput): PreviewResult {
       try {
         const paths = [...changedPaths(input.files)].sort();
         const ownerIds = new Map<string, number>();
-        const was = labels(before, paths, input.labels, ownerIds);
-        const will = labels(after, paths, input.labels, ownerIds);
+        const was = labels(before, paths, input.labels, ownerIds, disclosed);
+        const will = labels(after, paths, input.labels, ownerIds, disclosed);
         for (const path of paths) {
           const a = was.get(path)!;
           const b = will.get(path)!;
@@ -321,7 +347,7 @@ interface KeyedLabel {
  * Each path's owner set in `analysis`, with the enrolled Apps a delegation lets approve on that path alone. `ownerIds` numbers
  * each distinct owner set (lower-cased and joined once per group) and is shared by both sides, so keys compare by that number.
  */
-function labels(analysis: Analysis, paths: readonly string[], prLabels: readonly string[], ownerIds: Map<string, number>): Map<string, KeyedLabel> {
+function labels(analysis: Analysis, paths: readonly string[], prLabels: readonly string[], ownerIds: Map<string, number>, disclosed: ReadonlySet<string>): Map<string, KeyedLabel> {
   const idOf = (owners: readonly string[]) => {
     const joined = owners.map((owner) => owner.toLowerCase()).join(" ");
     let id = ownerIds.get(joined);
@@ -330,7 +356,7 @@ function labels(analysis: Analysis, paths: readonly string[], prLabels: readonly
   };
   const unowned: KeyedLabel = { label: UNOWNED, key: `${idOf([])}|` };
   const result = new Map<string, KeyedLabel>(paths.map((path) => [path, unowned]));
-  const delegating = analysis.delegations.length > 0 ? analysis.trustedApps.map((app) => app.slug) : [];
+  const delegating = analysis.delegations.length > 0 ? analysis.trustedApps.map((app) => app.slug).filter((slug) => disclosed.has(slug)) : [];
   const context = { delegations: analysis.delegations, labels: prLabels };
   for (const group of analysis.groups) {
     const id = idOf(group.owners);
