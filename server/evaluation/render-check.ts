@@ -151,7 +151,7 @@ function summary(decision: Decision): string {
     lines.push(decision.codeownersPath === null ? escapeMarkdown("No code-owners file was found at the base commit.") : `${escapeMarkdown("Code owners read from")} ${code(decision.codeownersPath)}${escapeMarkdown(".")}`);
   }
   if (decision.suggestedReviewers.length > 0) {
-    lines.push("", `${escapeMarkdown("Suggested reviewers:")} ${decision.suggestedReviewers.slice(0, 50).map(code).join(", ")}`);
+    lines.push("", `${escapeMarkdown("Suggested reviewers:")} ${ownerCodes(decision.suggestedReviewers, 50).join(", ")}`);
   }
   if (decision.insecureChangesAllowed) {
     lines.push("", escapeMarkdown("Warning: insecure changes are allowed on this service (the built-in non-delegable paths are disabled)."));
