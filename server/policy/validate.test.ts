@@ -40,6 +40,15 @@ describe("CODEOWNERS findings", () => {
     ]);
   });
 
+  test("an owner longer than the forge allows is an invalid line, quoted by its start and length", () => {
+    const login = `@${"u".repeat(40)}`;
+    const report = run({ codeowners: `* @acme/core\n/src/ ${login}\n/x @${"a-".repeat(100_000)}\n` });
+    expect(only(report.findings, "invalid_codeowners_line").map((f) => [f.line, f.message])).toEqual([
+      [2, `invalid owner '${login}'`],
+      [3, `invalid owner '@${"a-".repeat(29)}a…' (200001 characters)`],
+    ]);
+  });
+
   test("the first existing location is read and later ones are reported as ignored", () => {
     const report = run({ codeowners: [{ path: ".forge/CODEOWNERS", text: "* @a\n" }, { path: "docs/CODEOWNERS", text: "!broken\n" }] });
     expect(report.summary.codeowners).toBe(".forge/CODEOWNERS");
