@@ -195,7 +195,9 @@ export function threadEvaluator(settings: EvaluationSettings, options: ThreadEva
       return reply.plan;
     },
     async decide(evidence, signal) {
-      const reply = await request({ id: nextId++, kind: "decide", evidence, settings }, signal);
+      // The decision never reads the head's files: they are copied to the preview's thread only.
+      const { headFiles: _, ...decisionEvidence } = evidence;
+      const reply = await request({ id: nextId++, kind: "decide", evidence: decisionEvidence, settings }, signal);
       if (reply.kind !== "decide") throw new Error("an evaluation thread answered the wrong request");
       const { decision, output } = reply;
       if (!wantsPreview(decision, evidence)) return { decision, output };
