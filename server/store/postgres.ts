@@ -180,6 +180,16 @@ export class Reservation {
   }
 }
 
+/**
+ * The server-side bounds of a guard wait of waitMs: lock_timeout ends it (55P03, a guard timeout), and statement_timeout is
+ * lifted above it, since the ordinary 3 s statement bound would otherwise end any longer wait first, as a statement timeout
+ * (57014) that reads as a database fault (issue 25 item 9). `local`: for the transaction; `session`: until reset.
+ */
+function guardBounds(waitMs: number, scope: "local" | "session"): string {
+  const set = scope === "local" ? "set local" : "set";
+  return `${set} lock_timeout = ${waitMs}; ${set} statement_timeout = ${waitMs + STATEMENT_TIMEOUT_MS}`;
+}
+
 function guardError(error: unknown): Error {
   if ((error as { code?: string }).code === "55P03") return new StoreError("guard_timeout", "the publication guard was not granted in time");
   return classify(error);
@@ -290,13 +300,14 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Session advisory locks taken in order on one reserved connection, each waited for at most timeoutMs; resolves to a
-   * release that unlocks them in reverse order on the same session before the connection returns to the pool (RECIPES 5).
-   * Every statement is bounded (Reservation): a guard connection whose backend died fails its release at once, and ends
-   * terminated, which frees whatever its session still held.
+   * Session advisory locks taken in order on one reserved connection, all of them waited for within timeoutMs together;
+   * resolves to a release that unlocks them in reverse order on the same session before the connection returns to the pool
+   * (RECIPES 5). Every statement is bounded (Reservation): a guard connection whose backend died fails its release at once,
+   * and ends terminated, which frees whatever its session still held.
    */
   private async holdAdvisoryLocks(locks: readonly { key: string; shared: boolean }[], timeoutMs: number): Promise<() => Promise<void>> {
     const connection = new Reservation(await acquire(this.sql));
+    const started = performance.now();
     const sql = connection.sql;
     const held: typeof locks[number][] = [];
     const unlock = async () => {
@@ -304,19 +315,24 @@ export class PostgresStore implements Store {
         await connection.cleanUp(sql.unsafe(`select ${lock.shared ? "pg_advisory_unlock_shared" : "pg_advisory_unlock"}($1::bigint)`, [lock.key]));
       }
     };
-    const lockTimeoutMs = Math.max(1, Math.floor(timeoutMs));
     try {
-      await connection.run(sql.unsafe(`set lock_timeout = ${lockTimeoutMs}`));
       for (const lock of locks) {
-        // The server ends the wait at lock_timeout or statement_timeout, whichever comes first.
-        await connection.run(sql.unsafe(`select ${lock.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock"}($1::bigint)`, [lock.key]), Math.min(lockTimeoutMs, STATEMENT_TIMEOUT_MS));
-        held.push(lock);
+        // What is left of the bound, set together with the lock statement (one round trip): guardBounds.
+        const waitMs = Math.max(1, Math.floor(timeoutMs - (performance.now() - started)));
+        const [bounds, locked] = await connection.run(
+          Promise.allSettled([sql.unsafe(guardBounds(waitMs, "session")), sql.unsafe(`select ${lock.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock"}($1::bigint)`, [lock.key])]),
+          waitMs + STATEMENT_TIMEOUT_MS,
+        );
+        // A lock granted is held (and released below on failure) even if setting its bounds failed.
+        if (locked.status === "fulfilled") held.push(lock);
+        if (bounds.status === "rejected") throw bounds.reason;
+        if (locked.status === "rejected") throw locked.reason;
       }
-      await connection.run(sql.unsafe("reset lock_timeout"));
+      await connection.run(sql.unsafe("reset lock_timeout; reset statement_timeout"));
     } catch (error) {
       connection.failed(error);
       await unlock();
-      await connection.cleanUp(sql.unsafe("reset lock_timeout"));
+      await connection.cleanUp(sql.unsafe("reset lock_timeout; reset statement_timeout"));
       connection.end();
       throw guardError(error);
     }
@@ -400,15 +416,15 @@ export class PostgresStore implements Store {
       if (options.exclusiveGuard) {
         await connection.run(sql.unsafe("begin"));
         opened = true;
-        const lockTimeoutMs = Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs));
-        await connection.run(sql.unsafe(`set local lock_timeout = ${lockTimeoutMs}`));
+        const waitMs = Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs));
+        await connection.run(sql.unsafe(guardBounds(waitMs, "local")));
         try {
-          await connection.run(sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]), Math.min(lockTimeoutMs, STATEMENT_TIMEOUT_MS));
+          await connection.run(sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]), waitMs + STATEMENT_TIMEOUT_MS);
         } catch (error) {
           if ((error as { code?: string }).code === "55P03") throw new StoreError("guard_timeout", "the installation publication guard was not granted in time");
           throw error;
         }
-        await connection.run(sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}`));
+        await connection.run(sql.unsafe(`set local lock_timeout = ${ACQUIRE_TIMEOUT_MS}; set local statement_timeout = ${STATEMENT_TIMEOUT_MS}`));
       }
       let step: IteratorResult<Step, T> = { done: false, value: first };
       while (!step.done) {

@@ -47,10 +47,12 @@ export class SqliteStore implements Store {
     return async () => release();
   }
 
+  /** Both guards within timeoutMs together, as on PostgreSQL. */
   async acquirePublicationGuards(installationId: number, repositoryId: number, headSha: string, timeoutMs: number): Promise<() => Promise<void>> {
+    const started = performance.now();
     const releaseInstallation = await this.guard.acquireShared(String(installationId), timeoutMs);
     try {
-      const releaseHead = await this.guard.acquireExclusive(`head:${installationId}:${repositoryId}:${headSha}`, timeoutMs);
+      const releaseHead = await this.guard.acquireExclusive(`head:${installationId}:${repositoryId}:${headSha}`, timeoutMs - (performance.now() - started));
       return async () => {
         releaseHead();
         releaseInstallation();
