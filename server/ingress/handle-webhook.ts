@@ -4,7 +4,7 @@ import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDupli
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
-import { BUSY_RETRY_AFTER_SECONDS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER } from "./limits.ts";
+import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER, WEBHOOK_ANSWER_DEADLINE_MS } from "./limits.ts";
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { verifySignature } from "./verify-signature.ts";
 
@@ -15,6 +15,11 @@ import { verifySignature } from "./verify-signature.ts";
  * (401), after which the reservation is given back → JSON (400) → mapping → payload validation (400) → durable acceptance
  * (503 on database failure) → bounded fast path → 202 {accepted, queued}. Failure reasons are a fixed vocabulary; nothing from the request is logged
  * beyond the event name and action.
+ *
+ * One deadline, WEBHOOK_ANSWER_DEADLINE_MS from receipt, bounds everything after the body together (issue 25 item 10): the
+ * acceptance (its connection, guard and statement waits and its retries: OpOptions.deadline), the fast path (only what is
+ * left of it, and at most the invalidation timeout) and the fast path's follow-up. Past it the answer is what is durable:
+ * 202 once the delivery's acceptance committed, 503 while it had not (an acceptance cut short commits nothing).
  */
 export type WebhookReply = {
   readonly status: number;
@@ -40,7 +45,9 @@ export type WebhookDeps = {
   readonly onQueued?: () => void;
 };
 
-export async function handleWebhook(deps: WebhookDeps, request: Request): Promise<WebhookReply> {
+/** `receivedAt`: when the request arrived, as a `performance.now()` time; the answer's deadline runs from it. */
+export async function handleWebhook(deps: WebhookDeps, request: Request, receivedAt = performance.now()): Promise<WebhookReply> {
+  const deadline = receivedAt + WEBHOOK_ANSWER_DEADLINE_MS;
   const failure = (status: number, reason: FailureReason): WebhookReply => {
     deps.metrics.webhookFailures.inc({ reason });
     return { status, body: { error: reason } };
@@ -87,7 +94,7 @@ export async function handleWebhook(deps: WebhookDeps, request: Request): Promis
     return failure(400, "payload");
   }
   if (mapping.kind === "unmapped") return { status: 202, body: { accepted: true, queued: false } };
-  const reply = await accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure);
+  const reply = await accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure, deadline);
   if (reply.status === 202 && "queued" in reply.body && reply.body.queued) deps.onQueued?.();
   return reply;
 }
@@ -97,35 +104,42 @@ async function accept(
   mapping: Exclude<Mapping, { kind: "unmapped" | "invalid" }>,
   delivery: { deliveryId: string; event: string; action: string | null },
   failure: (status: number, reason: FailureReason) => WebhookReply,
+  deadline: number,
 ): Promise<WebhookReply> {
   const now = deps.now();
+  const started = performance.now();
   try {
     if (mapping.kind === "authority") {
       const fresh = await deps.store.execute(() => acceptAuthorityEvent({ ...delivery, installationId: mapping.installationId, scope: mapping.scope, now }), {
         exclusiveGuard: { installationId: mapping.installationId, timeoutMs: deps.invalidationTimeoutMs },
+        deadline,
       });
       return { status: 202, body: { accepted: fresh, queued: fresh } };
     }
     if (mapping.kind === "base_ref") {
-      const outcome = await deps.store.execute(() => acceptBaseRefPush({ ...mapping.repository, deliveryId: delivery.deliveryId, action: delivery.action, baseRef: mapping.baseRef, now }));
+      const outcome = await deps.store.execute(() => acceptBaseRefPush({ ...mapping.repository, deliveryId: delivery.deliveryId, action: delivery.action, baseRef: mapping.baseRef, now }), { deadline });
       const fresh = outcome !== "duplicate";
       return { status: 202, body: { accepted: fresh, queued: fresh } };
     }
-    // With a fast path to follow, the delivery's work is held until the fast path ends (at most its deadline): see heldUntil.
-    const heldUntil = deps.fastPath === null ? now : now + deps.invalidationTimeoutMs;
+    // The fast path ends the invalidation timeout after the acceptance starts, or in time for its follow-up before the
+    // answer's deadline, whichever comes first; with a fast path to follow, the delivery's work is held exactly that long
+    // (heldUntil), so no worker takes it while the fast path may still be resetting or creating the check.
+    const fastPathEnds = Math.min(started + deps.invalidationTimeoutMs, deadline - FAST_PATH_FOLLOW_UP_MS);
+    const heldUntil = deps.fastPath === null ? now : now + Math.max(0, Math.ceil(fastPathEnds - started));
     const outcome = await deps.store.execute(() =>
       acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, heldUntil }),
+      { deadline },
     );
     if (outcome.kind === "accepted") {
       if (deps.fastPath === null) return failure(503, "not_configured");
-      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration });
+      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration }, fastPathEnds, deadline);
       return { status: 202, body: { accepted: true, queued: true } };
     }
     // A retained duplicate: the fast path is retried only while its invalidation is still pending.
-    const duplicate = await deps.store.execute(() => readDuplicateDelivery(delivery.deliveryId));
+    const duplicate = await deps.store.execute(() => readDuplicateDelivery(delivery.deliveryId), { deadline });
     if (!duplicate.invalidationPending || duplicate.headSha === null || duplicate.sharedGeneration === null) return { status: 202, body: { accepted: false, queued: false } };
     if (deps.fastPath === null) return failure(503, "not_configured");
-    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: duplicate.pullNumber, headSha: duplicate.headSha, sharedGeneration: duplicate.sharedGeneration, evaluationGeneration: null });
+    const result = await attemptFastPath(deps, { repository: mapping.repository, pullNumber: duplicate.pullNumber, headSha: duplicate.headSha, sharedGeneration: duplicate.sharedGeneration, evaluationGeneration: null }, fastPathEnds, deadline);
     return { status: 202, body: { accepted: false, queued: result !== null && (result.reset || result.liveHeadQueued) } };
   } catch (error) {
     if (mapping.kind === "authority" && error instanceof StoreError && error.code === "guard_timeout") {
@@ -138,24 +152,33 @@ async function accept(
 }
 
 /**
- * One bounded attempt; a forge error or the deadline leaves the invalidation pending (the 202 stands). As it ends, the work its
- * delivery was accepted with is released: the evaluation, and the invalidation when the fast path did not settle it.
+ * One attempt, ending by `endsAt` (a `performance.now()` time); a forge error or running out of time leaves the invalidation
+ * pending (the 202 stands). As it ends, the work its delivery was accepted with is released, by the answer's deadline: the
+ * evaluation, and the invalidation when the fast path did not settle it.
  */
-async function attemptFastPath(deps: WebhookDeps, input: FastPathInput) {
-  const signal = AbortSignal.timeout(deps.invalidationTimeoutMs);
+async function attemptFastPath(deps: WebhookDeps, input: FastPathInput, endsAt: number, deadline: number) {
+  const budgetMs = Math.floor(endsAt - performance.now());
   let result: FastPathResult | null = null;
-  try {
-    result = await Promise.race([
-      runFastPath(deps.fastPath!, input, signal),
-      new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("fast path deadline")), { once: true })),
-    ]);
-  } catch (error) {
-    deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
+  if (budgetMs <= 0) {
+    deps.log.info({ reason: "deadline" }, "fast-path invalidation left pending for the worker: no time was left for it");
+  } else {
+    const signal = AbortSignal.timeout(budgetMs);
+    // Its guard wait too ends with the time it has.
+    const fastPath = { ...deps.fastPath!, guardTimeoutMs: Math.min(deps.fastPath!.guardTimeoutMs, budgetMs) };
+    try {
+      result = await Promise.race([
+        runFastPath(fastPath, input, signal),
+        new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("fast path deadline")), { once: true })),
+      ]);
+    } catch (error) {
+      deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
+    }
   }
   // A fast path that settled its head released its evaluation as it did (markHeadInvalidated).
   if (result?.settling) return result;
   const release = { repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber, now: deps.now() };
-  // Best effort: without it the rows still run at the deadline they were accepted with.
-  await deps.store.execute(() => releaseFastPathWork(release)).catch(() => {});
+  // Best effort, and only while the answer's deadline allows: without it the rows still run at the time they were held
+  // until, which is when the fast path ended (so with no time left, they are claimable already).
+  if (deadline - performance.now() > 0) await deps.store.execute(() => releaseFastPathWork(release), { deadline }).catch(() => {});
   return result;
 }

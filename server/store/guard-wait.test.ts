@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
-import { acceptAuthorityEvent, all, migrateDatabase, openStore, PostgresStore, type Store, StoreError } from "./index.ts";
+import { acceptAuthorityEvent, acceptDirectTrigger, all, migrateDatabase, openStore, PostgresStore, type Store, StoreError } from "./index.ts";
 import { headGuardKey, publicationGuardKey } from "./postgres.ts";
 import { SqliteStore } from "./sqlite.ts";
 
 /**
- * Guard waits end at the bound they are given, whatever the ordinary statement bound (3 s) is (issue 25 item 9). The waits that matter are held by
+ * Guard waits end at the bound they are given, whatever the ordinary statement bound (3 s) is (issue 25 item 9), and an
+ * operation given a deadline ends by it, keeping nothing it had not committed (item 10). The waits that matter are held by
  * another connection (a check write in flight in another process), so on PostgreSQL the guards are held from a second
  * connection here; SQLite's guard is in-process, held through the store itself.
  */
@@ -98,9 +99,39 @@ describe("guard waits on postgresql", () => {
     expect(failures).toEqual([]);
     expect(await store.execute(() => all("select delivery_id from webhook_deliveries"))).toEqual([]);
   }, 20_000);
+
+  test("an operation stalled by a lock another session holds ends by its deadline and keeps nothing", async () => {
+    await setUp();
+    const blocker = postgres(database.url, { max: 1, onnotice: () => {} });
+    const session = await blocker.reserve();
+    try {
+      await session.unsafe("begin");
+      await session.unsafe("lock table webhook_deliveries in access exclusive mode");
+      const deadline = performance.now() + 1_000;
+      const [guarded, lone] = await Promise.all([
+        // A transaction of several statements (authority acceptance under its guard) and one statement sent alone.
+        timed(store.execute(() => authority("a1"), { exclusiveGuard: { installationId: INSTALLATION, timeoutMs: MAX_BOUND_MS }, deadline })),
+        timed(store.execute(() => acceptDirectTrigger({ installationId: INSTALLATION, repositoryId: REPOSITORY, owner: "o", name: "r", deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 1, headSha: HEAD, now: 1 }), { deadline })),
+      ]);
+      for (const outcome of [guarded, lone]) {
+        expect(outcome.error).toBeInstanceOf(StoreError);
+        expect((outcome.error as StoreError).code).toBe("timeout");
+        expect(outcome.ms).toBeLessThan(1_300);
+      }
+      // Held on past the deadline and then let go, the stalled work must not commit.
+      await Bun.sleep(500);
+    } finally {
+      await session.unsafe("rollback");
+      session.release();
+      await blocker.end({ timeout: 1 });
+    }
+    await Bun.sleep(200);
+    expect(await store.execute(() => all("select delivery_id from webhook_deliveries"))).toEqual([]);
+    expect(await store.execute(() => all("select installation_id from installation_epochs"))).toEqual([]);
+  }, 10_000);
 });
 
-describe.each(BACKENDS)("publication guard waits on %s", (backend: BackendName) => {
+describe.each(BACKENDS)("guard waits bounded by a deadline on %s", (backend: BackendName) => {
   let database: TestDatabase;
   let store: Store;
   const holders: Holder[] = [];
@@ -118,6 +149,16 @@ describe.each(BACKENDS)("publication guard waits on %s", (backend: BackendName) 
       holders.push(await holdFromAnotherSession(database.url, publicationGuardKey(INSTALLATION), true));
     }
   };
+
+  test("an exclusive guard wait ends before the operation's deadline, as a guard timeout", async () => {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+    await holdShared();
+    const waited = await timed(store.execute(() => authority("a1"), { exclusiveGuard: { installationId: INSTALLATION, timeoutMs: MAX_BOUND_MS }, deadline: performance.now() + 1_200 }));
+    expect((waited.error as StoreError).code).toBe("guard_timeout");
+    expect(waited.ms).toBeLessThan(1_200);
+  }, 10_000);
 
   test("the two publication guards are waited for within one bound", async () => {
     database = await createTestDatabase(backend);

@@ -12,7 +12,8 @@ export type Query = { readonly sql: Sql; readonly params: readonly unknown[]; re
  * Statements sent together: each may depend on the writes of the ones before it (same transaction), never on their result
  * values in code. PostgreSQL pipelines a batch into one write and one round trip, together with the transaction's BEGIN
  * when the batch opens it and with its COMMIT when the batch is `last` (the operation then returns without another
- * statement, and must not fail after it: it is committed); SQLite runs the statements in order. The first failing statement
+ * statement, and must not fail after it: it is committed; an operation with a deadline sends that COMMIT on its own,
+ * OpOptions); SQLite runs the statements in order. The first failing statement
  * fails the whole operation and nothing of it is kept.
  */
 export type Batch = { readonly batch: readonly Query[]; readonly last: boolean };
@@ -71,5 +72,30 @@ export function isDialectQuestion(step: Step): step is DialectQuestion {
   return "dialect" in step;
 }
 
-/** Guard taken for the whole operation: the installation publication guard, exclusive, waited for at most timeoutMs. */
-export type OpOptions = { readonly exclusiveGuard?: { readonly installationId: number; readonly timeoutMs: number } };
+export type OpOptions = {
+  /** Guard taken for the whole operation: the installation publication guard, exclusive, waited for at most timeoutMs. */
+  readonly exclusiveGuard?: { readonly installationId: number; readonly timeoutMs: number };
+  /**
+   * When the operation must have ended, as a `performance.now()` time (a webhook's answer waits on it: issue 25). Every wait
+   * (connection, guard, statement, retry) ends by then; past it the operation fails as a StoreError("timeout"). It commits
+   * only while time is left: PostgreSQL sends its COMMIT alone, after every statement answered in time (not pipelined with
+   * a last batch), so an operation cut short commits nothing, unless the cut comes while that COMMIT is on its way.
+   */
+  readonly deadline?: number;
+};
+
+/**
+ * How early a guard wait cut short by an operation's deadline ends before it: time for the refusal to come back, and for the
+ * few statements that follow a guard granted at the last moment.
+ */
+export const GUARD_DEADLINE_MARGIN_MS = 250;
+
+/** The milliseconds left before `deadline` (a `performance.now()` time); unbounded without one. */
+export function remainingMs(deadline: number | undefined): number {
+  return deadline === undefined ? Number.POSITIVE_INFINITY : deadline - performance.now();
+}
+
+/** How long a guard may be waited for: its bound, or until GUARD_DEADLINE_MARGIN_MS before the deadline if that comes first. */
+export function guardWaitMs(timeoutMs: number, deadline: number | undefined): number {
+  return Math.min(timeoutMs, remainingMs(deadline) - GUARD_DEADLINE_MARGIN_MS);
+}

@@ -4,7 +4,7 @@ import type { PostgresTarget } from "../config/index.ts";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { CONNECTION_CODE, databaseCode, type DatabaseFailureRecorder, databaseFailureReason } from "./failures.ts";
 import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
-import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
+import { guardWaitMs, isBatch, isDialectQuestion, type Op, type OpOptions, type Query, remainingMs, type Step } from "./op.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
 /**
@@ -107,13 +107,17 @@ function withinBound<T>(work: Promise<T>, ms: number, message: string, onTimeout
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
+const PAST_DEADLINE = "the database operation did not end by its deadline";
+
 /**
  * A lone statement on the pipelining pool: it waits for no reservation, but may queue behind statements already sent on its
- * connection, so the whole wait is bounded by the acquisition and statement bounds together; past that it is cancelled.
+ * connection, so the whole wait is bounded by the acquisition and statement bounds together, and by the operation's
+ * deadline; past that it is cancelled.
  */
-async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise<T>): Promise<T> {
+async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise<T>, deadline?: number): Promise<T> {
+  const cut = remainingMs(deadline) < ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS;
   try {
-    return await withinBound(query, ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS, "a database statement did not complete within its bounds", () => {
+    return await withinBound(query, Math.min(ACQUIRE_TIMEOUT_MS + STATEMENT_TIMEOUT_MS, remainingMs(deadline)), cut ? PAST_DEADLINE : "a database statement did not complete within its bounds", () => {
       void Promise.resolve(query.cancel()).catch(() => {});
     });
   } catch (error) {
@@ -123,6 +127,7 @@ async function bounded<T>(query: postgres.PendingQuery<postgres.Row[]> & Promise
 
 /** postgres.js has no pool-acquisition timeout: race reserve() against a timer and release a connection that arrives late. */
 export async function acquire(sql: Sql, timeoutMs = ACQUIRE_TIMEOUT_MS): Promise<postgres.ReservedSql> {
+  if (timeoutMs <= 0) throw new StoreError("timeout", PAST_DEADLINE);
   const reservation = sql.reserve();
   try {
     return await withinBound(reservation, timeoutMs, "no database connection became free within 2 seconds", () => {
@@ -143,12 +148,18 @@ export async function acquire(sql: Sql, timeoutMs = ACQUIRE_TIMEOUT_MS): Promise
  */
 export class Reservation {
   private sound = true;
-  constructor(readonly sql: postgres.ReservedSql) {}
+  /** @param deadline when the operation on this connection must have ended (OpOptions): no statement is waited for past it. */
+  constructor(readonly sql: postgres.ReservedSql, private readonly deadline?: number) {}
 
-  /** `statement` (or several sent together), failing with StoreError("timeout") once past serverBoundMs + REPLY_MARGIN_MS. */
+  /**
+   * `statement` (or several sent together), failing with StoreError("timeout") once past serverBoundMs + REPLY_MARGIN_MS
+   * or past the deadline. Either way the connection is terminated: what it had not committed, PostgreSQL rolls back.
+   */
   async run<T>(statement: Promise<T>, serverBoundMs = STATEMENT_TIMEOUT_MS): Promise<T> {
+    const left = remainingMs(this.deadline);
+    const cut = left < serverBoundMs + REPLY_MARGIN_MS;
     try {
-      return await withinBound(statement, serverBoundMs + REPLY_MARGIN_MS, "the database did not answer a statement within its bound", () => this.discard());
+      return await withinBound(statement, cut ? left : serverBoundMs + REPLY_MARGIN_MS, cut ? PAST_DEADLINE : "the database did not answer a statement within its bound", () => this.discard());
     } catch (error) {
       this.failed(error);
       throw error;
@@ -260,9 +271,12 @@ export class PostgresStore implements Store {
     return new PostgresStore(connect(target, options), connect(target, { max: STATEMENT_POOL_CONNECTIONS, applicationName: `${APPLICATION_NAME}/statements` }), options);
   }
 
-  /** Runs `fn` on a connection acquired within the acquisition bound; it ends released, or terminated if it failed (Reservation). */
-  async withConnection<T>(fn: (connection: Reservation) => Promise<T>): Promise<T> {
-    const connection = new Reservation(await acquire(this.sql));
+  /**
+   * Runs `fn` on a connection acquired within the acquisition bound (and by the deadline, if one is given); it ends
+   * released, or terminated if it failed (Reservation).
+   */
+  async withConnection<T>(fn: (connection: Reservation) => Promise<T>, deadline?: number): Promise<T> {
+    const connection = new Reservation(await acquire(this.sql, Math.min(ACQUIRE_TIMEOUT_MS, remainingMs(deadline))), deadline);
     try {
       return await fn(connection);
     } catch (error) {
@@ -375,7 +389,7 @@ export class PostgresStore implements Store {
         // rare, not impossible: the guard, a manual session) runs again a few times, within RETRY_WINDOW_MS of the start.
         const reason = retryReason(error);
         const allowed = reason === "unique" ? !uniqueRetried : reason !== null && attempt <= this.deadlockRetries;
-        const retrying = allowed && performance.now() - started <= RETRY_WINDOW_MS;
+        const retrying = allowed && performance.now() - started <= RETRY_WINDOW_MS && remainingMs(options.deadline) > 0;
         this.reportFailure(error, retrying);
         if (!retrying) throw error;
         if (reason === "unique") uniqueRetried = true;
@@ -395,12 +409,13 @@ export class PostgresStore implements Store {
       // The whole operation is one statement: PostgreSQL makes it atomic without BEGIN and COMMIT.
       const query = first.batch[0]!;
       assertSendable(query);
-      const result = await bounded(this.statements.unsafe(textOf(query), query.params as never[], { prepare: true }));
+      if (remainingMs(options.deadline) <= 0) throw new StoreError("timeout", PAST_DEADLINE);
+      const result = await bounded(this.statements.unsafe(textOf(query), query.params as never[], { prepare: true }), options.deadline);
       const after = steps.next([shapeResult(query, result)]);
       if (!after.done) throw new Error("an operation sent a statement after its last batch");
       return after.value;
     }
-    return this.withConnection((connection) => this.runOp(connection, steps, first, options));
+    return this.withConnection((connection) => this.runOp(connection, steps, first, options), options.deadline);
   }
 
   /**
@@ -416,7 +431,7 @@ export class PostgresStore implements Store {
       if (options.exclusiveGuard) {
         await connection.run(sql.unsafe("begin"));
         opened = true;
-        const waitMs = Math.max(1, Math.floor(options.exclusiveGuard.timeoutMs));
+        const waitMs = Math.max(1, Math.floor(guardWaitMs(options.exclusiveGuard.timeoutMs, options.deadline)));
         await connection.run(sql.unsafe(guardBounds(waitMs, "local")));
         try {
           await connection.run(sql.unsafe("select pg_advisory_xact_lock($1::bigint)", [publicationGuardKey(options.exclusiveGuard.installationId)]), waitMs + STATEMENT_TIMEOUT_MS);
@@ -435,16 +450,18 @@ export class PostgresStore implements Store {
         }
         const queries = isBatch(value) ? value.batch : [value];
         const last = isBatch(value) && value.last;
+        // With a deadline the COMMIT waits until every statement answered in time (OpOptions), and goes alone below.
+        const commitsHere = last && options.deadline === undefined;
         // Every statement is checked before any is sent: a statement the driver refused to send would otherwise let a
         // pipelined COMMIT keep the ones around it.
         for (const query of queries) assertSendable(query);
         const opening = opened ? [] : [sql.unsafe("begin")];
         opened = true;
-        const sent = [...opening, ...queries.map(statement), ...(last ? [sql.unsafe("commit")] : [])];
+        const sent = [...opening, ...queries.map(statement), ...(commitsHere ? [sql.unsafe("commit")] : [])];
         // The server runs the pipelined statements one after another, each within statement_timeout.
         const settled = await connection.run(Promise.allSettled(sent), STATEMENT_TIMEOUT_MS * sent.length);
         // A COMMIT after a failed statement ends the aborted transaction as a rollback: either way it is over.
-        ended = last;
+        ended = commitsHere;
         const failed = settled.find((outcome) => outcome.status === "rejected");
         if (failed) throw failed.reason;
         const results = queries.map((query, i) => shapeResult(query, (settled[opening.length + i] as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value));

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
 import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
-import { isBatch, isDialectQuestion, type Op, type OpOptions, type Query, type Step } from "./op.ts";
+import { guardWaitMs, isBatch, isDialectQuestion, type Op, type OpOptions, type Query, remainingMs, type Step } from "./op.ts";
 import { RwLock } from "./rw-lock.ts";
 import { type MigrationReport, type SchemaIdentity, type Store, StoreError } from "./store.ts";
 
@@ -21,10 +21,15 @@ export class SqliteStore implements Store {
   private statements = new Map<string, ReturnType<Database["query"]>>();
   private constructor(readonly db: Database) {}
 
-  /** Runs one operation in one synchronous write transaction, under the exclusive guard when asked. */
+  /**
+   * Runs one operation in one synchronous write transaction, under the exclusive guard when asked. A deadline bounds the
+   * guard wait and refuses to start past it; the transaction itself cannot be cut (bun:sqlite runs it synchronously, and
+   * only this process writes).
+   */
   async execute<T>(op: () => Op<T>, options: OpOptions = {}): Promise<T> {
+    if (remainingMs(options.deadline) <= 0) throw new StoreError("timeout", "the database operation did not end by its deadline");
     const release = options.exclusiveGuard
-      ? await this.guard.acquireExclusive(String(options.exclusiveGuard.installationId), options.exclusiveGuard.timeoutMs)
+      ? await this.guard.acquireExclusive(String(options.exclusiveGuard.installationId), guardWaitMs(options.exclusiveGuard.timeoutMs, options.deadline))
       : null;
     try {
       return this.db.transaction(() => {

@@ -43,7 +43,10 @@ export interface Store {
   ping(): Promise<void>;
   /** The recorded migration head and release contract, or null when the database has never been migrated. */
   schemaIdentity(): Promise<SchemaIdentity | null>;
-  /** Runs one whole operation (server/store/ops) in one transaction, under the exclusive installation guard when asked. */
+  /**
+   * Runs one whole operation (server/store/ops) in one transaction, under the exclusive installation guard when asked, and
+   * ended by its deadline when given one (OpOptions: cut short, it commits nothing).
+   */
   execute<T>(op: () => Op<T>, options?: OpOptions): Promise<T>;
   /**
    * Takes the installation publication guard shared (a check write in flight), waiting at most timeoutMs; resolves to its
