@@ -5,7 +5,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/suppo
 import { MIGRATIONS } from "./migrations.ts";
 import {
   acceptAuthorityEvent, acceptDirectTrigger, queueMissingWork, readHeadCheckState, recordCheckCreation, recordLiveHead, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
-  readEvaluations, readHeadCheck, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
+  type PossibleSuccesses, readEvaluations, readHeadCheck, readPossibleSuccesses, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout, type SuccessCursor,
 } from "./index.ts";
 
 /** What the service last published (migration 0004): evaluation records and the managed check's ID and digest per head. */
@@ -46,6 +46,34 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     await seen(1, 3, 400, OTHER_HEAD);
     expect((await store.execute(() => readEvaluations(40))).find((r) => r.pull_number === 1)).toMatchObject({ head_sha: OTHER_HEAD, evaluated_at_ms: 400 });
     expect(await store.execute(() => readEvaluations(41))).toEqual([]);
+  });
+
+  test("what could hold a success in a repository is every recorded evaluation, then every remembered check no record names, page by page", async () => {
+    await open();
+    const heads = ["1", "2", "3", "4", "5"].map((c) => c.repeat(40));
+    for (const [i, number] of [7, 3, 12, 5].entries()) await seen(number, 1, 100 + i, heads[i % 2]);
+    await remember(70, null, heads[0]); // the head of recorded evaluations: not listed again
+    await remember(71, null, heads[4]!);
+    await remember(72, null, heads[2]!);
+    await remember(73, null, heads[3]!, 41); // another repository's
+    await store.execute(() => recordEvaluation({ installationId: 4, repositoryId: 41, pullNumber: 1, headSha: heads[1]!, baseSha: BASE, updatedAtMs: null, evaluationGeneration: 1, authoritySubjects: null, now: 1 }));
+    const pages: unknown[] = [];
+    let cursor: SuccessCursor | null = null;
+    do {
+      const at: SuccessCursor | null = cursor;
+      const page: PossibleSuccesses = await store.execute(() => readPossibleSuccesses(40, at, { limit: 2 }));
+      pages.push({ pulls: page.pulls.map((p) => [p.number, p.headSha[0]]), heads: page.heads.map((h) => h[0]) });
+      cursor = page.next;
+    } while (cursor !== null);
+    expect(pages).toEqual([
+      { pulls: [[3, "2"], [5, "2"]], heads: [] },
+      { pulls: [[7, "1"], [12, "1"]], heads: [] },
+      { pulls: [], heads: [] },
+      { pulls: [], heads: ["3", "5"] },
+      { pulls: [], heads: [] },
+    ]);
+    const onHead = await store.execute(() => readPossibleSuccesses(40, null, { headSha: heads[1]! }));
+    expect(onHead).toEqual({ pulls: [{ number: 3, headSha: heads[1]!, authoritySubjects: null }, { number: 5, headSha: heads[1]!, authoritySubjects: null }], heads: [], next: null });
   });
 
   describe("whether a managed check creation was ever tried for a head (migration 0005)", () => {

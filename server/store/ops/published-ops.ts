@@ -65,6 +65,58 @@ export function* readEvaluations(repositoryId: number): Op<SeenEvaluation[]> {
   );
 }
 
+/**
+ * Where the next page of readPossibleSuccesses starts: the recorded evaluations after a pull request number, then the
+ * remembered checks after a head (keyset order: each page is one indexed statement, however many rows the repository has).
+ */
+export type SuccessCursor = { readonly part: "evaluations"; readonly after: number } | { readonly part: "checks"; readonly after: string };
+
+export type PossibleSuccesses = {
+  /** Pull requests with a recorded evaluation, with the head and the subjects it recorded (null: unknown). */
+  readonly pulls: ReadonlyArray<{ readonly number: number; readonly headSha: string; readonly authoritySubjects: string | null }>;
+  /** Heads with a remembered check that no recorded evaluation of the repository names (their pull request is not known). */
+  readonly heads: readonly string[];
+  /** The next page, or null after the last. */
+  readonly next: SuccessCursor | null;
+};
+
+/** Rows per page of readPossibleSuccesses (one fan-out transaction each). */
+export const POSSIBLE_SUCCESSES_PAGE = 500;
+
+/**
+ * One page of what the store knows could hold a `success` in a repository, for when the forge's list of its open pull
+ * requests cannot be had (over the bound, DESIGN 3.9): a success is published only by an evaluation, which records what it
+ * saw afterwards (pull_evaluations), on a check remembered before the write (head_checks). `headSha`: only the pull
+ * requests whose recorded evaluation is of that head, and no remembered checks (the head invalidation resets that check
+ * itself). Pages come from a null cursor on, one statement each (a read: no row lock).
+ */
+export function* readPossibleSuccesses(repositoryId: number, cursor: SuccessCursor | null, options: { readonly headSha?: string; readonly limit?: number } = {}): Op<PossibleSuccesses> {
+  const limit = options.limit ?? POSSIBLE_SUCCESSES_PAGE;
+  const at = cursor ?? { part: "evaluations", after: 0 };
+  if (at.part === "evaluations") {
+    const rows = options.headSha === undefined
+      ? yield* all<{ pull_number: number; head_sha: string; authority_subjects: string | null }>(
+        "select pull_number, head_sha, authority_subjects from pull_evaluations where repository_id = $1 and pull_number > $2 order by pull_number limit $3",
+        repositoryId, at.after, limit,
+      )
+      : yield* all<{ pull_number: number; head_sha: string; authority_subjects: string | null }>(
+        "select pull_number, head_sha, authority_subjects from pull_evaluations where repository_id = $1 and head_sha = $4 and pull_number > $2 order by pull_number limit $3",
+        repositoryId, at.after, limit, options.headSha,
+      );
+    const pulls = rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha, authoritySubjects: row.authority_subjects }));
+    const next: SuccessCursor | null = rows.length === limit ? { part: "evaluations", after: pulls.at(-1)!.number } : options.headSha === undefined ? { part: "checks", after: "" } : null;
+    return { pulls, heads: [], next };
+  }
+  const rows = yield* all<{ head_sha: string }>(
+    `select c.head_sha from head_checks c where c.repository_id = $1 and c.head_sha > $2
+       and not exists (select 1 from pull_evaluations p where p.repository_id = c.repository_id and p.head_sha = c.head_sha)
+     order by c.head_sha limit $3`,
+    repositoryId, at.after, limit,
+  );
+  const heads = rows.map((row) => row.head_sha);
+  return { pulls: [], heads, next: rows.length === limit ? { part: "checks", after: heads.at(-1)! } : null };
+}
+
 export type HeadCheck = { readonly check_run_id: number; readonly digest: string | null; readonly digest_generation: number | null };
 
 export function* readHeadCheck(repositoryId: number, headSha: string): Op<HeadCheck | null> {
