@@ -1,6 +1,7 @@
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import {
-  decodeSubjects, type JobRow, readEvaluations, recordAudit, type RepositoryRef, splitInstallationFanout, subjectsMeet, supersedeAndQueue, supersedeForFanout,
+  clearHeadDigests, decodeSubjects, type JobRow, type PossibleSuccesses, readEvaluations, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
+  subjectsMeet, type SuccessCursor, supersedeAndQueue, supersedeForFanout,
 } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
@@ -13,7 +14,9 @@ import { RetryLater } from "../errors.ts";
  * - a fan-out scoped to the subjects its events name (a membership, collaborator or team event: server/ingress/event-mapping.ts)
  *   does this only for the open pull requests whose last recorded evaluation depends on one of them, or is unknown (no
  *   record, another head, subjects over their bound): the others' results cannot change;
- * - base-specific rows do the same for the open pull requests on that base, without resetting checks.
+ * - base-specific rows do the same for the open pull requests on that base, without resetting checks;
+ * - when the open pull requests cannot be listed (over the bound, which anyone can reach by opening pull requests), never
+ *   nothing: the pull requests the store knows could hold a success are re-queued instead (fanOutFromStore, DESIGN 3.9).
  * All of it is background work for the forge request governor, and so are the evaluations it queues: webhook-driven work
  * goes first (server/forge/governor.ts).
  */
@@ -38,28 +41,96 @@ export async function fanOutInstallation(ctx: WorkerContext, row: JobRow, signal
 
 export async function fanOutRepository(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
-  const open = await openPulls(ctx, repository, undefined, signal);
   const scoped = row.authority_subjects !== null;
-  const pulls = scoped ? await affectedBy(ctx, repository, decodeSubjects(row.authority_subjects), open) : open;
+  const subjects = decodeSubjects(row.authority_subjects);
+  const listed = await listOpenPulls(ctx, repository, undefined, signal);
+  if (!listed.complete) return fanOutFromStore(ctx, row, repository, listed.cause, signal);
+  const open = listed.items;
+  const pulls = scoped ? await affectedBy(ctx, repository, subjects, open) : open;
   await ctx.store.execute(function* () {
     yield* supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped });
     yield* recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: pulls.length, open_pull_requests: open.length, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() });
   });
   // A bounded attempt to invalidate each managed check; the queued evaluations publish the new result either way.
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
-  await Promise.allSettled(pulls.map(async (pull) => {
+  await resetChecks(ctx, repository, pulls, deadline);
+  return { kind: "done", note: `${pulls.length} pull requests re-queued` };
+}
+
+/**
+ * The open pull requests cannot be listed (over the bound: anyone can open pull requests in a public repository), so the
+ * fan-out falls back to what the store knows could hold a success (readPossibleSuccesses: every pull request with a
+ * recorded evaluation, every remembered check): each such pull request is superseded, re-queued and its check reset, as
+ * a listed one would be (scoped by the event's subjects like affectedBy, an unknown record counting as affected), and each
+ * remembered check no record names is reset (its pull request has no record, so the reconciler's next scan evaluates it).
+ * Page by page: one transaction per page bounds memory and statement size, and no evaluation of the installation
+ * publishes while this row is live (the fan-out fence), so the pages need not be one transaction. Any other open pull
+ * request holds no success of ours and waits for the reconciler, as the log line says.
+ */
+async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: RepositoryRef, cause: string, signal: AbortSignal): Promise<JobOutcome> {
+  const scoped = row.authority_subjects !== null;
+  const subjects = decodeSubjects(row.authority_subjects);
+  const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
+  let requeued = 0;
+  let otherChecks = 0;
+  let cursor: SuccessCursor | null = null;
+  do {
+    const at: SuccessCursor | null = cursor;
+    const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
+    const pulls = page.pulls.filter((pull) => subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects))).map(({ number, headSha }) => ({ number, headSha }));
+    await ctx.store.execute(function* () {
+      yield* supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped });
+      if (scoped) yield* clearHeadDigests(repository.repositoryId, page.heads, ctx.now());
+    });
+    await resetChecks(ctx, repository, [...pulls, ...page.heads.map((headSha) => ({ number: null, headSha }))], deadline);
+    requeued += pulls.length;
+    otherChecks += page.heads.length;
+    cursor = page.next;
+  } while (cursor !== null);
+  await ctx.store.execute(() => recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: requeued, open_pull_requests: null, from_store: true, other_checks: otherChecks, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() }));
+  ctx.log.warn(
+    { cause, scoped, pull_requests: requeued, other_checks: otherChecks },
+    `open pull requests over the bound: re-queued and reset the ${requeued} pull requests with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""} and reset the ${otherChecks} other remembered checks; any other open pull request waits for the reconciler`,
+  );
+  return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests ${cause})` };
+}
+
+/** Best effort within `deadline`: each check set to in_progress (by its remembered ID when known). */
+async function resetChecks(ctx: WorkerContext, repository: RepositoryRef, heads: readonly { number: number | null; headSha: string }[], deadline: AbortSignal) {
+  if (deadline.aborted) return;
+  await Promise.allSettled(heads.map(async (pull) => {
     const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: pull.headSha, repositoryId: repository.repositoryId };
     const { written } = await resetCheck(ctx.forge, { store: ctx.store, now: ctx.now }, target, IN_PROGRESS_OUTPUT, { signal: deadline, ...BACKGROUND });
     if (written) ctx.onTransition?.({ pullNumber: pull.number, headSha: pull.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
   }));
-  return { kind: "done", note: `${pulls.length} pull requests re-queued` };
 }
 
 export async function fanOutBaseRef(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
   const repository = repositoryOf(row);
-  const pulls = await openPulls(ctx, repository, row.base_ref!, signal);
+  const listed = await listOpenPulls(ctx, repository, row.base_ref!, signal);
+  if (!listed.complete) return baseRefFromStore(ctx, repository, listed.cause);
+  const pulls = listed.items;
   await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now(), { background: true }));
   return { kind: "done", note: `${pulls.length} pull requests on the base re-queued` };
+}
+
+/**
+ * The open pull requests on the base cannot be listed: as fanOutFromStore, every pull request of the repository with a
+ * recorded evaluation is re-queued (records do not name the base ref: a superset), without check resets, as base-ref work.
+ */
+async function baseRefFromStore(ctx: WorkerContext, repository: RepositoryRef, cause: string): Promise<JobOutcome> {
+  let requeued = 0;
+  let cursor: SuccessCursor | null = null;
+  do {
+    const at: SuccessCursor | null = cursor;
+    const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
+    const pulls = page.pulls.map(({ number, headSha }) => ({ number, headSha }));
+    await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now(), { background: true }));
+    requeued += pulls.length;
+    cursor = page.next?.part === "evaluations" ? page.next : null;
+  } while (cursor !== null);
+  ctx.log.warn({ cause, pull_requests: requeued }, `open pull requests on the base over the bound: re-queued the ${requeued} pull requests of the repository with a recorded evaluation, on any base; any other open pull request waits for the reconciler`);
+  return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests on the base ${cause})` };
 }
 
 /** The open pull requests an event about `subjects` can affect: their last evaluation depends on one, or is not known. */
@@ -71,12 +142,12 @@ async function affectedBy(ctx: WorkerContext, repository: RepositoryRef, subject
   });
 }
 
-async function openPulls(ctx: WorkerContext, repository: RepositoryRef, base: string | undefined, signal: AbortSignal) {
+/** The open pull requests, or why they cannot be had (a transient gap retries the job). */
+async function listOpenPulls(ctx: WorkerContext, repository: RepositoryRef, base: string | undefined, signal: AbortSignal) {
   const listed = await ctx.forge.listOpenPullRequests(repository.installationId, repository.owner, repository.name, base ? { base } : {}, { signal, ...BACKGROUND });
   if (!listed.complete) {
     if (listed.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", listed.retryAfterMs ?? null);
-    ctx.log.warn({ cause: listed.cause }, "open pull requests over the bound: only the listed ones are re-queued");
-    return [];
+    return { complete: false as const, cause: listed.cause };
   }
-  return listed.items.map((pull) => ({ number: pull.number, headSha: pull.headSha }));
+  return { complete: true as const, items: listed.items.map((pull) => ({ number: pull.number, headSha: pull.headSha })) };
 }
