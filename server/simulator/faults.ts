@@ -2,6 +2,9 @@
 
 export type FaultKind =
   | "status" | "rate_limit" | "slow" | "reset" | "truncate"
+  // A commit pushed to the pull request's head branch (of a /pulls/{n}/… route) just before the request is answered, e.g.
+  // between two pages of its files:
+  | "push"
   // Pages that break their list's Link promises (route-kit.ts paginate):
   | "missing_page" | "extra_page" | "short_page" | "end_early" | "wrong_last" | "omit_last" | "repeat_item";
 
@@ -17,6 +20,8 @@ export interface Fault {
   retryAfterSeconds?: number;
   resetInSeconds?: number;
   delayMs?: number;
+  /** push: the files the commit changes (path → content, null deletes). */
+  files?: Record<string, string | null>;
   /** How many matching requests the fault applies to; unlimited when absent. */
   times?: number;
 }

@@ -96,8 +96,11 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
 
   async function answer(req: Request, url: URL, record: RequestRecord, match: ReturnType<typeof matchRoute>): Promise<Response> {
     const page = Number(url.searchParams.get("page") ?? 1) || 1;
-    const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate"]);
+    const fault = faults.take(req.method, decodeURIComponent(url.pathname), page, ["slow", "status", "rate_limit", "reset", "truncate", "push"]);
     if (fault?.kind === "slow") await Bun.sleep(fault.delayMs ?? 1000);
+    if (fault?.kind === "push" && match?.params.pull_number !== undefined) {
+      await control.pushToPullRequest({ owner: match.params.owner!, repo: match.params.repo!, number: Number(match.params.pull_number), files: fault.files ?? {} });
+    }
     if (fault?.kind === "reset") {
       record.status = -1;
       return new Response(new ReadableStream({ async pull(c) { await Bun.sleep(1); c.error(undefined); } }), { headers: { "content-type": "application/json" } });
