@@ -39,7 +39,12 @@ const SIZES = (process.env.ECONOMY_BENCH_SIZES ?? "50,200,1000").split(",").map(
 const HOURLY_BUDGET = 2500;
 const FULL_SWEEP_HOURS = Number((DEFAULTS as Record<string, unknown>).reconcileFullSweepHours ?? 24);
 const SCANS_PER_HOUR = 3600 / DEFAULTS.reconcileIntervalSeconds;
-const PULL = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+/**
+ * One page per evaluation (every evaluation lists its reviews; the bench's pull requests have far fewer than 100), so its
+ * count is the evaluations'. Not the pull request's own route: an evaluation reads it again after a fresh file list (the
+ * list's proof), and the fast path reads it too.
+ */
+const REVIEWS = "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews";
 const INSTALLATIONS = "GET /app/installations";
 /** The identity probe runs on its own clock; it is no part of any step (its interval is set to the maximum, 300 s). */
 const PROBE = "GET /app";
@@ -62,7 +67,7 @@ function step(counts: RequestCounts): Step {
     total += n;
     if (status === "304") notModified += n;
   }
-  const evaluations = Object.values(routes[PULL] ?? {}).reduce((sum, n) => sum + n, 0);
+  const evaluations = Object.values(routes[REVIEWS] ?? {}).reduce((sum, n) => sum + n, 0);
   return { total, counted: total - notModified, not_modified: notModified, evaluations, routes };
 }
 

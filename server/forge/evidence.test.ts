@@ -66,12 +66,13 @@ describe("evidence for a realistic pull request", () => {
     expect(d.botUsers["docs-review-bot[bot]"]).toMatchObject({ kind: "found", value: { login: "docs-review-bot[bot]", type: "Bot" } });
     expect(r.retryAfterMs).toBeNull();
 
-    // Request count of a first evaluation: 1 pull + 5 file pages + 1 reviews + 1 CODEOWNERS + 1 policy + 2 org policy (the
-    // policy repository's head, then the file at it) + 1 open pulls + 4 users × (permission + membership)
-    // + 2 teams × (team + repository + 4 memberships) + App + bot user = 34.
+    // Request count of a first evaluation: 1 pull + 5 file pages + 1 pull again (proving the file list) + 1 reviews
+    // + 1 CODEOWNERS + 1 policy + 2 org policy (the policy repository's head, then the file at it) + 1 open pulls
+    // + 4 users × (permission + membership) + 2 teams × (team + repository + 4 memberships) + App + bot user = 35.
     const api = sim.requests.filter((q) => !q.path.endsWith("/access_tokens"));
-    expect(r.requests).toBe(34);
-    expect(api).toHaveLength(34);
+    expect(r.requests).toBe(35);
+    expect(api).toHaveLength(35);
+    expect(api.filter((q) => q.path === `/repos/acme/web/pulls/${s.pullNumber}`).map((q) => q.status)).toEqual([200, 304]);
     expect(api.filter((q) => q.path === filesPath())).toHaveLength(5);
     expect(sim.requests.filter((q) => q.path.endsWith("/access_tokens"))).toHaveLength(1);
     expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
@@ -83,8 +84,8 @@ describe("evidence for a realistic pull request", () => {
     sim.requests.length = 0;
     const r = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
     expect(r.evidence).toEqual(first.evidence);
-    // 34 less the five file pages (kept for this head and base), the code-owners and policy files at the base commit, and
-    // the organization policy file (kept for the policy repository's head, which one conditional request finds unchanged).
+    // 35 less the five file pages (kept for this head and base) and the read that proved them, the code-owners and policy
+    // files at the base commit, and the organization policy file (kept for the policy repository's head, which one conditional request finds unchanged).
     expect(r.requests).toBe(26);
     // Every 200 is revalidated with 304; the six team-membership lookups of non-members answer 404 again.
     expect(r.notModified).toBe(20);
@@ -199,6 +200,32 @@ test("another open pull request on the same head commit is in the shared-head ev
     expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: other.number, headSha: s.headSha }, { number: s.pullNumber, headSha: s.headSha }] });
   } finally {
     await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: other.number, state: "closed" });
+  }
+});
+
+test("a push between two pages of the files list makes the list incomplete, though its count still matches", async () => {
+  const files = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`lib/moving-${String(i).padStart(3, "0")}.ts`, `export const m = ${i};\n`]));
+  await sim.control.commit({ owner: s.org, repo: s.repo, branch: "moving", files, sender: "erin" });
+  const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "moving", author: "erin" });
+  const first = pr.headSha; // the model's pull request moves with the push
+  try {
+    // Page 2 is answered at a new head that drops the first file and adds a last one: still 150 files, so page 1 of the
+    // old head and page 2 of the new one add up to the count (lib/moving-100.ts is on neither).
+    sim.injectFault({ kind: "push", path: filesPath(pr.number), page: 2, times: 1, files: { "lib/moving-000.ts": null, "lib/zz-late.ts": "1\n" } });
+    const client = clientFor(sim, s);
+    const moved = gathered(await client.gatherEvidence(request(pr.number), { planLookups: fixturePlan }));
+    expect(moved.pullRequest.headSha).toBe(first);
+    expect(moved.evidence.files).toMatchObject({ complete: false, cause: "transient", detail: expect.stringContaining("while its files were listed") });
+
+    const again = gathered(await client.gatherEvidence(request(pr.number), { planLookups: fixturePlan }));
+    expect(again.pullRequest.headSha).not.toBe(first);
+    if (!again.evidence.files.complete) throw new Error(again.evidence.files.detail);
+    const listed = again.evidence.files.items.map((f) => f.filename);
+    expect(listed).toHaveLength(150);
+    expect(listed).toContain("lib/moving-100.ts");
+    expect(listed).not.toContain("lib/moving-000.ts");
+  } finally {
+    await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: pr.number, state: "closed" });
   }
 });
 

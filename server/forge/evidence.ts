@@ -2,8 +2,8 @@
 // Order: the pull request first (its changed_files is checked against MAX_PULL_REQUEST_FILES before listing); then, in parallel,
 // files (kept by head and base commit), reviews, code-owners file and repository policy at the base commit (kept by commit),
 // organization policy at the organization policy repository's default-branch head (kept by that commit; the head itself asked
-// again unless confirmed within the evaluation's authority epoch moments ago), and the open pull
-// requests on the same head (after a fresh file list: they prove it); then, in rounds, the directory facts the decision core
+// again unless confirmed within the evaluation's authority epoch moments ago), and the open pull requests on the same head;
+// a fresh file list is proven by the pull request read again after it; then, in rounds, the directory facts the decision core
 // still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
 // list that looks whole.
 import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
@@ -87,13 +87,12 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
   }
   const base = { installationId, owner, repo };
 
-  // The file list at this head and base is kept once proven (fileListKey). A fresh list is proven by the open pull requests,
-  // listed after it: when their entry for this pull request still shows the head and base read above, the list was made
-  // between those commits, and only then is it kept under them.
+  // The file list at this head and base is kept once proven (fileListKey). Its pages are separate requests, and a push
+  // between two of them mixes two heads while the count can still match: a fresh list is proven by the pull request read
+  // after it (provenFiles), and only a proven one is used, and kept under those commits.
   const filesAt = fileListKey({ ...base, number: pr.number, headSha: pr.headSha, baseSha: pr.baseSha });
   const keptFiles = caches.fileLists.get(filesAt);
-  const listedFiles = keptFiles ? Promise.resolve<Listed<ChangedFile>>({ complete: true, items: keptFiles }) : listFiles(t, request, pr, call);
-  const listedOpen = keptFiles ? listOpen(t, request, call) : listedFiles.then(() => listOpen(t, request, call));
+  const listedFiles = keptFiles ? Promise.resolve<Listed<ChangedFile>>({ complete: true, items: keptFiles }) : provenFiles(t, request, pr, call);
   const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, open] = await Promise.all([
     listedFiles,
     listReviews(t, request, call),
@@ -102,11 +101,9 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
     pr.repository.ownerType === "Organization"
       ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call, options.organizationPolicyReuse)
       : Promise.resolve<FileRead>({ kind: "missing" }),
-    listedOpen,
+    listOpen(t, request, call),
   ]);
-  if (!keptFiles && files.complete && open.complete && open.items.some((p) => p.number === pr.number && p.headSha === pr.headSha && p.baseSha === pr.baseSha)) {
-    caches.fileLists.set(filesAt, files.items);
-  }
+  if (!keptFiles && files.complete) caches.fileLists.set(filesAt, files.items);
   const sameHead: Listed<OpenPullRequestRef> = open.complete
     ? { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) }
     : open;
@@ -134,6 +131,26 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
 /** Evidence is plain data: a gap carries its cause and detail only (the provider delay is reported beside the evidence). */
 function plain<T>(listed: Listed<T>): Listed<T> {
   return listed.complete ? listed : { complete: false, cause: listed.cause, detail: listed.detail };
+}
+
+/**
+ * The files list, proven to be of the head and base read before it: the pull request read after the list (a conditional
+ * request: 304 when nothing changed) must still show both, else a push (or a base change) may have come between two of its
+ * pages, and the list is incomplete (transient: the job retries and then reads the new head).
+ */
+async function provenFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile>> {
+  const listed = await listFiles(t, r, pr, call);
+  if (!listed.complete) return listed;
+  let after: PullRequestDetails;
+  try {
+    after = await getPullRequest(t, r.installationId, r.owner, r.repo, r.number, call);
+  } catch (error) {
+    return gapFromError(error);
+  }
+  if (after.headSha !== pr.headSha || after.baseSha !== pr.baseSha) {
+    return gap("transient", `${FILES}: the pull request's ${after.headSha !== pr.headSha ? "head" : "base"} commit changed while its files were listed`);
+  }
+  return listed;
 }
 
 async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile>> {
