@@ -202,6 +202,17 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     expect(await store.execute(() => all("select pull_number from jobs where kind = 'evaluation' order by pull_number"))).toEqual([{ pull_number: 1 }, { pull_number: 2 }]);
   });
 
+  test("a scoped fan-out clears the digests of its pull requests' heads and of the other checks it goes on to reset, and no others", async () => {
+    await open();
+    const third = "c".repeat(40);
+    for (const [i, head] of [HEAD, OTHER_HEAD, third].entries()) {
+      await store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId: 40, headSha: head, checkRunId: i + 1, digest: "pending:x", now: 1 }));
+      await store.execute(() => settleCheckDigest({ repositoryId: 40, headSha: head, token: "pending:x", digest: "D", generation: 1, now: 2 }));
+    }
+    await store.execute(() => supersedeForFanout(repo, [{ number: 2, headSha: OTHER_HEAD }], 5, { scoped: true, heads: [third] }));
+    expect([(await check())?.digest, (await check(OTHER_HEAD))?.digest, (await check(third))?.digest]).toEqual(["D", null, null]);
+  });
+
   test("pruning removes evaluation records past their horizon and check records no recorded evaluation names, fenced by the lease", async () => {
     await open();
     await seen(1, 1, 100); // old: pruned

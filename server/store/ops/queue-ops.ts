@@ -154,9 +154,13 @@ export function* supersedeAndQueue(repository: RepositoryRef, pulls: readonly { 
  * are cleared (no completing write can settle a digest while the fan-out row is live): every digest of the repository for
  * a wide fan-out, those of the affected pull requests' heads for one scoped to an event's subjects.
  */
-export function* supersedeForFanout(repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number, origin: { readonly background?: boolean; readonly scoped?: boolean } = {}): Op<void> {
+export function* supersedeForFanout(
+  repository: RepositoryRef, pulls: readonly { number: number; headSha: string }[], now: number,
+  /** `heads`: more checks the job goes on to reset, of pull requests it does not know (their digests go too, in head order). */
+  origin: { readonly background?: boolean; readonly scoped?: boolean; readonly heads?: readonly string[] } = {},
+): Op<void> {
   yield* supersedeAndQueue(repository, pulls, now, origin);
-  if (origin.scoped === true) yield* clearHeadDigests(repository.repositoryId, pulls.map((pull) => pull.headSha), now);
+  if (origin.scoped === true) yield* clearHeadDigests(repository.repositoryId, [...pulls.map((pull) => pull.headSha), ...(origin.heads ?? [])], now);
   else yield* clearRepositoryDigests(repository.repositoryId, now);
 }
 

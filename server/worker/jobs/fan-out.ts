@@ -1,6 +1,6 @@
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import {
-  clearHeadDigests, decodeSubjects, type JobRow, type PossibleSuccesses, readEvaluations, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
+  decodeSubjects, type JobRow, type PossibleSuccesses, readEvaluations, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
   subjectsMeet, type SuccessCursor, supersedeAndQueue, supersedeForFanout,
 } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
@@ -78,10 +78,7 @@ async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: Repo
     const at: SuccessCursor | null = cursor;
     const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
     const pulls = page.pulls.filter((pull) => subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects))).map(({ number, headSha }) => ({ number, headSha }));
-    await ctx.store.execute(function* () {
-      yield* supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped });
-      if (scoped) yield* clearHeadDigests(repository.repositoryId, page.heads, ctx.now());
-    });
+    await ctx.store.execute(() => supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped, heads: page.heads }));
     await resetChecks(ctx, repository, [...pulls, ...page.heads.map((headSha) => ({ number: null, headSha }))], deadline);
     requeued += pulls.length;
     otherChecks += page.heads.length;
