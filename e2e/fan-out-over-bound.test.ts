@@ -40,8 +40,8 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
     await harness.waitForDrainedQueue();
     expect(harness.transitions.some((t) => t.headSha === sha && t.status === "in_progress")).toBe(true);
-    expect(logged(harness, "open pull requests over the bound")).toEqual([
-      expect.objectContaining({ cause: "over_bound", scoped: true, pull_requests: 1, other_checks: 0 }),
+    expect(logged(harness, "open pull requests not listed (over the bound)")).toEqual([
+      expect.objectContaining({ cause: "over_bound", scoped: true, pull_requests: 1, other_checks: 0, checks_reset: 1 }),
     ]);
   }, 60_000);
 
@@ -50,7 +50,7 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     await harness.sim.control.commit({ owner: "acme", repo: ".forge", branch: "main", files: { [POLICY_PATH]: "schema_version = 1\n" } });
     await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
     await harness.waitForDrainedQueue();
-    expect(logged(harness, "open pull requests over the bound")).toEqual([
+    expect(logged(harness, "open pull requests not listed (over the bound)")).toEqual([
       expect.objectContaining({ cause: "over_bound", scoped: false, pull_requests: 1, other_checks: 0 }),
     ]);
   }, 60_000);
@@ -66,8 +66,8 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     await harness.sim.control.commit({ owner: "acme", repo: ".forge", branch: "main", files: { [POLICY_PATH]: "schema_version = 1\n" } });
     await harness.waitForCheck(sha, { status: "in_progress" });
     await harness.waitForDrainedQueue();
-    expect(logged(harness, "open pull requests over the bound")).toEqual([
-      expect.objectContaining({ cause: "over_bound", scoped: false, pull_requests: 0, other_checks: 1 }),
+    expect(logged(harness, "open pull requests not listed (over the bound)")).toEqual([
+      expect.objectContaining({ cause: "over_bound", scoped: false, pull_requests: 0, other_checks: 1, checks_reset: 1 }),
     ]);
   }, 60_000);
 
@@ -75,7 +75,7 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     const { harness, sha } = await succeedThenOverflow(["alice", "bob"]);
     await harness.sim.control.commit({ owner: "acme", repo: "web", branch: "main", files: { "NOTES.md": "base moved\n" } });
     await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
-    expect(logged(harness, "open pull requests on the base over the bound")).toEqual([expect.objectContaining({ cause: "over_bound", pull_requests: 1 })]);
+    expect(logged(harness, "open pull requests on the base not listed (over the bound)")).toEqual([expect.objectContaining({ cause: "over_bound", pull_requests: 1 })]);
   }, 60_000);
 
   test("a re-requested check is reset and its pull request evaluated again, not left in progress", async () => {
@@ -84,6 +84,6 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     await harness.sim.control.rerequestCheckRun({ checkRunId: check!.id });
     await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
     expect(harness.transitions.some((t) => t.headSha === sha && t.status === "in_progress")).toBe(true);
-    expect(logged(harness, "open pull requests over the bound")).toEqual([expect.objectContaining({ cause: "over_bound", pull_requests: 1 })]);
+    expect(logged(harness, "open pull requests not listed (over the bound)")).toEqual([expect.objectContaining({ cause: "over_bound", pull_requests: 1 })]);
   }, 60_000);
 });

@@ -73,33 +73,36 @@ async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: Repo
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
   let requeued = 0;
   let otherChecks = 0;
+  let resets = 0;
   let cursor: SuccessCursor | null = null;
   do {
     const at: SuccessCursor | null = cursor;
     const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
     const pulls = page.pulls.filter((pull) => subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects))).map(({ number, headSha }) => ({ number, headSha }));
     await ctx.store.execute(() => supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped, heads: page.heads }));
-    await resetChecks(ctx, repository, [...pulls, ...page.heads.map((headSha) => ({ number: null, headSha }))], deadline);
+    resets += await resetChecks(ctx, repository, [...pulls, ...page.heads.map((headSha) => ({ number: null, headSha }))], deadline);
     requeued += pulls.length;
     otherChecks += page.heads.length;
     cursor = page.next;
   } while (cursor !== null);
   await ctx.store.execute(() => recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: requeued, open_pull_requests: null, from_store: true, other_checks: otherChecks, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() }));
   ctx.log.warn(
-    { cause, scoped, pull_requests: requeued, other_checks: otherChecks },
-    `open pull requests over the bound: re-queued and reset the ${requeued} pull requests with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""} and reset the ${otherChecks} other remembered checks; any other open pull request waits for the reconciler`,
+    { cause, scoped, pull_requests: requeued, other_checks: otherChecks, checks_reset: resets },
+    `open pull requests not listed (${notListed(cause)}): re-queued the ${requeued} pull requests with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""}; of their checks and the ${otherChecks} other remembered checks, ${resets} were set to in progress (the others were in progress already, had no check, or were not reached within the reset bound); any other open pull request waits for the reconciler`,
   );
   return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests ${cause})` };
 }
 
-/** Best effort within `deadline`: each check set to in_progress (by its remembered ID when known). */
-async function resetChecks(ctx: WorkerContext, repository: RepositoryRef, heads: readonly { number: number | null; headSha: string }[], deadline: AbortSignal) {
-  if (deadline.aborted) return;
-  await Promise.allSettled(heads.map(async (pull) => {
+/** Best effort within `deadline`: each check set to in_progress (by its remembered ID when known). Returns how many were written. */
+async function resetChecks(ctx: WorkerContext, repository: RepositoryRef, heads: readonly { number: number | null; headSha: string }[], deadline: AbortSignal): Promise<number> {
+  if (deadline.aborted) return 0;
+  const results = await Promise.allSettled(heads.map(async (pull) => {
     const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: pull.headSha, repositoryId: repository.repositoryId };
     const { written } = await resetCheck(ctx.forge, { store: ctx.store, now: ctx.now }, target, IN_PROGRESS_OUTPUT, { signal: deadline, ...BACKGROUND });
     if (written) ctx.onTransition?.({ pullNumber: pull.number, headSha: pull.headSha, status: "in_progress", conclusion: null, title: IN_PROGRESS_OUTPUT.title });
+    return written;
   }));
+  return results.filter((result) => result.status === "fulfilled" && result.value).length;
 }
 
 export async function fanOutBaseRef(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
@@ -126,7 +129,7 @@ async function baseRefFromStore(ctx: WorkerContext, repository: RepositoryRef, c
     requeued += pulls.length;
     cursor = page.next?.part === "evaluations" ? page.next : null;
   } while (cursor !== null);
-  ctx.log.warn({ cause, pull_requests: requeued }, `open pull requests on the base over the bound: re-queued the ${requeued} pull requests of the repository with a recorded evaluation, on any base; any other open pull request waits for the reconciler`);
+  ctx.log.warn({ cause, pull_requests: requeued }, `open pull requests on the base not listed (${notListed(cause)}): re-queued the ${requeued} pull requests of the repository with a recorded evaluation, on any base; any other open pull request waits for the reconciler`);
   return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests on the base ${cause})` };
 }
 
@@ -137,6 +140,11 @@ async function affectedBy(ctx: WorkerContext, repository: RepositoryRef, subject
     const record = seen.get(pull.number);
     return record === undefined || record.head_sha !== pull.headSha || subjectsMeet(subjects, decodeSubjects(record.authority_subjects));
   });
+}
+
+/** Why a list of open pull requests was not had, for a log line: over the bound, or an answer that cannot change by retrying. */
+export function notListed(cause: string): string {
+  return cause === "over_bound" ? "over the bound" : "refused";
 }
 
 /** The open pull requests, or why they cannot be had (a transient gap retries the job). */

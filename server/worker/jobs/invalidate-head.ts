@@ -2,6 +2,7 @@ import { finishHeadInvalidation, type JobRow, one, type PossibleSuccesses, readP
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
 import { RetryLater } from "../errors.ts";
+import { notListed } from "./fan-out.ts";
 
 /**
  * Exact-head invalidation job (spec "Generations" 1, "Managed check run" third row): reset the managed check on the head,
@@ -25,7 +26,7 @@ export async function invalidateHead(ctx: WorkerContext, row: JobRow, signal: Ab
   if (!open.complete && open.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", open.retryAfterMs ?? null);
   const onHead = open.complete ? open.items.filter((pull) => pull.headSha === headSha).map((pull) => pull.number) : await recordedOnHead(ctx, repository, headSha);
   if (!open.complete) {
-    ctx.log.warn({ cause: open.cause, pull_requests: onHead.length }, `open pull requests over the bound: evaluations re-queued for the ${onHead.length} pull requests whose recorded evaluation is of this head; any other pull request on it waits for the reconciler`);
+    ctx.log.warn({ cause: open.cause, pull_requests: onHead.length }, `open pull requests not listed (${notListed(open.cause)}): evaluations re-queued for the ${onHead.length} pull requests whose recorded evaluation is of this head; any other pull request on it waits for the reconciler`);
   }
   await ctx.store.execute(() => finishHeadInvalidation(repository, headSha, generation, onHead, ctx.now()));
   return { kind: "done", note: `invalidated generation ${generation}` };
