@@ -65,6 +65,20 @@ describe("pattern properties", () => {
     );
   });
 
+  test("rules repeating a pattern, or spelling it with escapes, leave the indexed match equal to the reverse scan", () => {
+    // A small pool, so most files repeat some pattern: the index files only the last of equal patterns.
+    const pooled = fc.constantFrom("a", "\\a", "a/", "\\a/", "/a", "/\\a", "/a/", "a/b", "a/\\b", "/a/b/", "*.md", "\\*.md", "*", "**/a", "a/*", "a\\*");
+    const line = fc.tuple(pooled, fc.constantFrom("@a", "@b", "")).map(([source, owner]) => `${source} ${owner}`.trim());
+    const candidate = fc.array(fc.constantFrom("a", "b", "a.md", "*.md", "a*", "c"), { minLength: 1, maxLength: 4 }).map((segments) => segments.join("/"));
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), fc.array(candidate, { minLength: 1, maxLength: 10 }), (lines, paths) => {
+        const parsed = parseCodeowners(lines.join("\n"));
+        return paths.every((path) => JSON.stringify(parsed.match(path)) === JSON.stringify(parsed.matchNaive(path)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   test("* and ? never match across a slash", () => {
     fc.assert(
       fc.property(fc.array(segmentText, { minLength: 2, maxLength: 4 }), (segments) => {

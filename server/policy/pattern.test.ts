@@ -82,7 +82,68 @@ describe("matching work", () => {
     const budget = new MatchBudget(Number.POSITIVE_INFINITY);
     expect(parsed.match(path, budget)).toBeNull();
     expect(budget.used).toBeGreaterThan(0);
+    // The walk of the path itself, priced by a rule the path never offers.
+    const walk = new MatchBudget(Number.POSITIVE_INFINITY);
+    parseCodeowners("/elsewhere/ @a\n").match(path, walk);
     // One candidate, tested once: within the cost of one match (not one per repeated segment).
-    expect(budget.used).toBeLessThanOrEqual(2 * states("**/src/**/test/**/*.snap", path) + 1);
+    expect(budget.used).toBeLessThanOrEqual(walk.used + 2 * states("**/src/**/test/**/*.snap", path) + 1);
+  });
+
+  test("a literal pattern that matches at any depth is charged for the length of the path it scans", () => {
+    // `a/` looks for `/a/` anywhere in the path: a string scan over the whole path, not one step.
+    const short = measure("a/", `${"x".repeat(1_000)}/a`);
+    const long = measure("a/", `${"x".repeat(10_000)}/a`);
+    expect([short.matched, long.matched]).toEqual([false, false]);
+    expect(short.steps).toBeGreaterThan(0);
+    expect(long.steps).toBeGreaterThan(5 * short.steps);
+  });
+
+  test("an anchored literal pattern is charged for what it compares, not for the rest of a long path", () => {
+    const short = measure("/docs/", "docs/a.md");
+    const long = measure("/docs/", `docs/${"x".repeat(10_000)}`);
+    expect([short.matched, long.matched]).toEqual([true, true]);
+    expect(long.steps).toBe(short.steps);
+  });
+});
+
+describe("the rule index's work", () => {
+  const spent = (text: string, path: string) => {
+    const parsed = parseCodeowners(text);
+    const budget = new MatchBudget(Number.POSITIVE_INFINITY);
+    const match = parsed.match(path, budget);
+    return { match, steps: budget.used };
+  };
+  const longPath = `${"x/".repeat(2_000)}a`;
+
+  test("a flood of rules with the same pattern costs what the last of them costs, and the last still wins", () => {
+    const flood = spent(`${"a/ @early\n".repeat(1_000)}a/ @late\n`, `x/a/${longPath}`);
+    const single = spent("a/ @late\n", `x/a/${longPath}`);
+    expect(flood.match).toEqual({ owners: ["@late"], line: 1_001 });
+    expect(flood.steps).toBe(single.steps);
+  });
+
+  test("the same literal spelled with escapes is the same rule to the index", () => {
+    const flood = spent(`${"d\\ocs/ @early\ndoc\\s/ @early\n".repeat(500)}\\docs/ @late\n`, `src/docs/${longPath}`);
+    const single = spent("docs/ @late\n", `src/docs/${longPath}`);
+    expect(flood.match).toEqual({ owners: ["@late"], line: 1_001 });
+    expect(flood.steps).toBe(single.steps);
+  });
+
+  test("walking a long path through the index is charged even when no rule is a candidate", () => {
+    const { match, steps } = spent("/zz/ @a\n", longPath);
+    expect(match).toBeNull();
+    expect(steps).toBeGreaterThanOrEqual(longPath.split("/").length);
+  });
+
+  test("candidates gathered out of order cost more than the same candidates already newest first", () => {
+    // One rule per path segment, each filed under its own segment: the path offers all of them, one bucket at a time.
+    const names = Array.from({ length: 200 }, (_, i) => `k${i}`);
+    const path = `${names.join("/")}/z`;
+    const rules = (order: readonly string[]) => order.map((name) => `${name}/ @a`).join("\n");
+    const ascending = spent(rules(names), path); // buckets visited oldest rule first: the candidates need ordering
+    const descending = spent(rules([...names].reverse()), path); // visited newest first: already in order
+    expect(ascending.match).toEqual({ owners: ["@a"], line: 200 });
+    expect(descending.match).toEqual({ owners: ["@a"], line: 200 });
+    expect(ascending.steps).toBeGreaterThan(descending.steps);
   });
 });

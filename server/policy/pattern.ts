@@ -21,7 +21,7 @@
 //
 // Matching work is linear in pattern × path whatever the pattern (see matchSegments and globMatch), and counted in a
 // MatchBudget so that one evaluation's total is bounded (issue 16 item 2).
-import { MatchBudget } from "./match-budget.ts";
+import { MatchBudget, scanSteps } from "./match-budget.ts";
 
 const STAR = 0;
 const ONE = 1;
@@ -47,10 +47,15 @@ export interface CompiledPattern {
   readonly anchored: boolean;
   readonly indexKey: IndexKey;
   /**
+   * Equal for two patterns exactly when they are the same pattern, whatever their spelling (`a/` and `\a/`): same `test`,
+   * same `indexKey`. The rule index keeps only the last of a run of equal patterns, the only one of them that can win.
+   */
+  readonly identity: string;
+  /**
    * Does the pattern own this path (repository-relative, no leading slash, `/`-separated)? `parts` may pass
-   * `path.split("/")` when the caller already has it. Wildcard patterns spend their steps from `budget` (throwing
-   * MatchBudgetExceeded past its limit); a literal pattern costs one string comparison and spends nothing itself (the
-   * rule index charges one step per candidate it tests). Without a budget nothing is counted.
+   * `path.split("/")` when the caller already has it. The work is spent from `budget` (throwing MatchBudgetExceeded past
+   * its limit): a wildcard pattern's states and iterations, a literal pattern's string scans by the characters they cover
+   * (the rule index charges one more step per candidate it offers). Without a budget nothing is counted.
    */
   test(path: string, parts?: readonly string[], budget?: MatchBudget): boolean;
 }
@@ -302,15 +307,41 @@ const NOT_LITERAL = /[*?\\[\]!]/;
 /** Counts nothing: for callers that match a few paths outside an evaluation (the playground's queries, tests). */
 const UNMETERED = new MatchBudget(Number.POSITIVE_INFINITY);
 
-/** Matching for a pattern made only of literal segments: string comparisons, no segment walk. */
-function literalTest(literal: string, anchored: boolean, directoryOnly: boolean): (path: string) => boolean {
+/**
+ * Matching for a pattern made only of literal segments: string comparisons, no segment walk. An anchored pattern compares
+ * at most its own length from the start of the path; one that matches at any depth scans the whole path for `/literal/`,
+ * so a long path costs it in proportion (issue 25 item 5: one step for a 10 KB scan let 100,000 rules run for seconds).
+ */
+function literalTest(literal: string, anchored: boolean, directoryOnly: boolean): CompiledPattern["test"] {
   const below = literal + "/";
-  if (anchored) return directoryOnly ? (path) => path.startsWith(below) : (path) => path === literal || path.startsWith(below);
+  if (anchored) {
+    const compared = below.length;
+    return directoryOnly
+      ? (path, _parts, budget) => {
+          budget?.spend(scanSteps(Math.min(path.length, compared)));
+          return path.startsWith(below);
+        }
+      : (path, _parts, budget) => {
+          budget?.spend(scanSteps(Math.min(path.length, compared)));
+          return path === literal || path.startsWith(below);
+        };
+  }
   const inner = "/" + below;
   const tail = "/" + literal;
   return directoryOnly
-    ? (path) => path.startsWith(below) || path.includes(inner)
-    : (path) => path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
+    ? (path, _parts, budget) => {
+        budget?.spend(scanSteps(path.length));
+        return path.startsWith(below) || path.includes(inner);
+      }
+    : (path, _parts, budget) => {
+        budget?.spend(scanSteps(path.length));
+        return path === literal || path.startsWith(below) || path.includes(inner) || path.endsWith(tail);
+      };
+}
+
+/** The identity of a literal pattern: `literalTest`'s arguments, which decide its test and its index key (see below). */
+function literalIdentity(literal: string, anchored: boolean, directoryOnly: boolean): string {
+  return (anchored ? "A" : "a") + (directoryOnly ? "D" : "d") + literal;
 }
 
 /** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
@@ -321,7 +352,7 @@ function compileLiteral(source: string): PatternResult | null {
   if (literal === "" || literal.startsWith("/") || literal.endsWith("/") || literal.includes("//")) return null; // the general path reports it
   const anchored = leadingSlash || literal.includes("/");
   const indexKey: IndexKey = anchored ? { kind: "prefix", path: literal } : { kind: "segment", value: literal };
-  return { ok: true, pattern: { source, anchored, indexKey, test: literalTest(literal, anchored, trailingSlash) } };
+  return { ok: true, pattern: { source, anchored, indexKey, identity: literalIdentity(literal, anchored, trailingSlash), test: literalTest(literal, anchored, trailingSlash) } };
 }
 
 /** Compiles one CODEOWNERS-syntax pattern, or says why it is invalid. */
@@ -335,13 +366,19 @@ export function compilePattern(source: string): PatternResult {
   const { segments, directoryOnly, anchored } = structure;
   const onlyLiterals = segments.every((segment) => segment.kind === "literal");
   let test: CompiledPattern["test"];
+  let identity: string;
   if (onlyLiterals) {
-    test = literalTest(segments.map((segment) => (segment as { text: string }).text).join("/"), anchored, directoryOnly);
+    // Escapes are gone from the segments' text, so `\a/` and `a/` get the same literal, test and identity. The index key
+    // of a literal pattern (indexKeyOf, or compileLiteral's) also follows from the same three arguments alone.
+    const literal = segments.map((segment) => (segment as { text: string }).text).join("/");
+    test = literalTest(literal, anchored, directoryOnly);
+    identity = literalIdentity(literal, anchored, directoryOnly);
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
     test = (path, parts, budget = UNMETERED) => matchSegments(full, directoryOnly, parts ?? path.split("/"), budget);
+    identity = "glob:" + source; // compiled from the source alone; other spellings of the same wildcards stay apart (charged as any rule)
   }
-  return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), test } };
+  return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), identity, test } };
 }
 
 interface Structure {
@@ -403,11 +440,5 @@ export function patternRegExp(source: string): RegExp | null {
 /** A pattern for one exact repository path (and everything below it), for built-in non-delegable paths. */
 export function literalPathPattern(path: string): CompiledPattern {
   const clean = path.replace(/^\/+/, "").replace(/\/+$/, "");
-  const below = clean + "/";
-  return {
-    source: "/" + clean,
-    anchored: true,
-    indexKey: { kind: "prefix", path: clean },
-    test: (candidate: string) => candidate === clean || candidate.startsWith(below),
-  };
+  return { source: "/" + clean, anchored: true, indexKey: { kind: "prefix", path: clean }, identity: literalIdentity(clean, true, false), test: literalTest(clean, true, false) };
 }

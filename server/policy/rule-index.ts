@@ -3,8 +3,10 @@
 // patterns that match at any depth, and a short list of everything else. Cost grows with the candidates of a path, not with
 // the number of rules (issue 3 item 6; the naive reverse scan is kept for the benchmark and the equivalence property test).
 // Each pattern is offered at most once per path (a path repeating a segment or an extension looks its bucket up once), and
-// every candidate costs a step of the caller's MatchBudget besides the steps its own test spends.
-import type { MatchBudget } from "./match-budget.ts";
+// every candidate costs a step of the caller's MatchBudget besides the steps its own test spends. The walk of the path (its
+// length and segments) and the ordering of its candidates are charged too (issue 25 item 5), and a pattern equal to a later
+// one (CompiledPattern.identity) is never filed: only the last of them can win, so 100,000 copies cost what one costs.
+import { PATH_SEGMENT_STEPS, SORT_COMPARISONS_PER_STEP, scanSteps, type MatchBudget } from "./match-budget.ts";
 import type { CompiledPattern } from "./pattern.ts";
 
 /** Anchored patterns are filed under their first literal segments, at most this many (a flat map beats a trie to build). */
@@ -21,9 +23,43 @@ class Buckets {
     this.next[position] = this.head.get(key) ?? -1;
     this.head.set(key, position);
   }
-  /** Pushes the positions filed under `key` that are above `floor`, newest first. */
-  collect(key: string, floor: number, into: number[]): void {
-    for (let position = this.head.get(key) ?? -1; position > floor; position = this.next[position]!) into.push(position);
+  /** Adds the positions filed under `key` to `into`, newest first. */
+  collect(key: string, into: Candidates): void {
+    for (let position = this.head.get(key) ?? -1; position >= 0; position = this.next[position]!) into.push(position);
+  }
+}
+
+/**
+ * The candidates of one path in a reused typed array: a native numeric sort orders them (the comparator sort of a JavaScript
+ * array costs 25-45 ns per comparison, this about 1), and only when the buckets did not deliver them newest first already.
+ */
+class Candidates {
+  private buffer = new Int32Array(64);
+  length = 0;
+  /** Whether every position so far came below the one before it (newest first). */
+  descending = true;
+
+  reset(): void {
+    this.length = 0;
+    this.descending = true;
+  }
+  push(position: number): void {
+    if (this.length === this.buffer.length) {
+      const grown = new Int32Array(2 * this.buffer.length);
+      grown.set(this.buffer);
+      this.buffer = grown;
+    }
+    if (this.length > 0 && this.buffer[this.length - 1]! < position) this.descending = false;
+    this.buffer[this.length++] = position;
+  }
+  /** The positions newest first (a view valid until the next reset), ordering them when needed: n·log2 n comparisons charged. */
+  newestFirst(budget?: MatchBudget): Int32Array {
+    const view = this.buffer.subarray(0, this.length);
+    if (!this.descending) {
+      budget?.spend(Math.ceil((this.length * Math.log2(this.length)) / SORT_COMPARISONS_PER_STEP));
+      view.sort().reverse();
+    }
+    return view;
   }
 }
 
@@ -52,7 +88,9 @@ export class PatternIndex {
   private readonly byPrefix: Buckets;
   private readonly bySegment: Buckets;
   private readonly byExtension: Buckets;
-  private readonly candidates: number[] = [];
+  /** Position of the last pattern of each identity: the one filed for all of them. */
+  private readonly lastOfIdentity = new Map<string, number>();
+  private readonly candidates = new Candidates();
   private readonly extensions: string[] = [];
   private readonly segmentsSeen = new Set<string>();
   private readonly extensionsSeen = new Set<string>();
@@ -62,7 +100,10 @@ export class PatternIndex {
     this.byPrefix = new Buckets(next);
     this.bySegment = new Buckets(next);
     this.byExtension = new Buckets(next);
+    patterns.forEach((pattern, position) => this.lastOfIdentity.set(pattern.identity, position));
     patterns.forEach((pattern, position) => {
+      // A pattern equal to a later one matches exactly the paths the later one matches, so it can never be the last match.
+      if (this.lastOfIdentity.get(pattern.identity) !== position) return;
       const key = pattern.indexKey;
       if (key.kind === "prefix") {
         this.byPrefix.add(leadingDirectories(key.path), position);
@@ -76,26 +117,38 @@ export class PatternIndex {
   lastMatch(path: string, budget?: MatchBudget): number {
     const { positions, segments } = this.candidatesOf(path, budget);
     // Newest first: the first match is the answer (last matching rule wins), so broad early rules such as `*` are rarely tested.
-    for (const position of positions) {
+    for (let i = 0; i < positions.length; i++) {
+      const position = positions[i]!;
       if (this.patterns[position]!.test(path, segments, budget)) return position;
     }
     return -1;
   }
 
   /**
-   * The positions of the patterns that may match `path`, newest first, each offered once and charged one step of `budget`,
-   * with the path's segments for their tests. Valid until the next call (the list is reused). lastMatch tests them in this
-   * order; the validator (validate.ts) tests the rest too, to find every rule that matches.
+   * The position of the pattern filed in place of the one at `position`: the last pattern equal to it (itself when no later
+   * pattern is equal). It matches exactly the same paths; the validator reports an unfiled pattern through it.
    */
-  candidatesOf(path: string, budget?: MatchBudget): { readonly positions: readonly number[]; readonly segments: readonly string[] } {
+  filedFor(position: number): number {
+    return this.lastOfIdentity.get(this.patterns[position]!.identity)!;
+  }
+
+  /**
+   * The positions of the patterns that may match `path`, newest first, each offered once and charged one step of `budget`,
+   * with the path's segments for their tests; the walk of the path and any ordering of the candidates are charged first.
+   * Valid until the next call (the list is reused). lastMatch tests them in this order; the validator (validate.ts) tests
+   * the rest too, to find every filed rule that matches.
+   */
+  candidatesOf(path: string, budget?: MatchBudget): { readonly positions: ArrayLike<number>; readonly segments: readonly string[] } {
     const found = this.candidates;
-    found.length = 0;
-    for (const entry of this.always) found.push(entry);
+    found.reset();
+    // Splitting, hashing and looking up the path: linear in its length and its segments, whatever the rules.
+    budget?.spend(scanSteps(path.length));
     const segments = path.split("/");
+    budget?.spend(PATH_SEGMENT_STEPS * segments.length);
     let prefix = "";
     for (let depth = 1; depth <= PREFIX_DEPTH && depth <= segments.length; depth++) {
       prefix = depth === 1 ? segments[0]! : `${prefix}/${segments[depth - 1]}`;
-      this.byPrefix.collect(prefix, -1, found);
+      this.byPrefix.collect(prefix, found);
     }
     // Every pattern is filed under one key, so looking each key up once offers each pattern once. Short paths (nearly all)
     // find a repeated segment by scanning the segments before it; long ones use sets, so a deep path costs linear time.
@@ -109,17 +162,18 @@ export class PatternIndex {
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
       if (short ? segments.indexOf(segment) < i : !firstSighting(this.segmentsSeen, segment)) continue;
-      this.bySegment.collect(segment, -1, found);
+      this.bySegment.collect(segment, found);
       const dot = segment.lastIndexOf(".");
       if (dot < 0) continue;
       const extension = segment.slice(dot + 1);
       if (short ? extensions.includes(extension) : !firstSighting(this.extensionsSeen, extension)) continue;
       if (short) extensions.push(extension);
-      this.byExtension.collect(extension, -1, found);
+      this.byExtension.collect(extension, found);
     }
+    // Last, newest first: these are mostly broad early rules (`*`), so the candidates often need no ordering at all.
+    for (let i = this.always.length - 1; i >= 0; i--) found.push(this.always[i]!);
     budget?.spend(found.length);
-    if (found.length > 1) found.sort((a, b) => b - a);
-    return { positions: found, segments };
+    return { positions: found.newestFirst(budget), segments };
   }
 
   /** Whether any pattern matches `path`. */

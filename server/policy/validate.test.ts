@@ -100,6 +100,13 @@ describe("tree findings", () => {
     expect(findings[0]!.message).toContain("e.g. line 3 '/src/' owns src/a/b.ts");
   });
 
+  test("with a tree, earlier rules with the same pattern as a later one are dead, naming the rule that owns their paths", () => {
+    const findings = run({ codeowners: "/src/ @a\n* @core\n/src/ @b\n/src/a/ @c\n/src/ @d\n/nothing/ @e\n/nothing/ @f\n", tree }).findings;
+    expect(findings.map((f) => [f.kind, f.line])).toEqual([["dead_rule", 1], ["dead_rule", 3], ["dead_rule", 4], ["rule_owns_nothing", 6], ["rule_owns_nothing", 7]]);
+    expect(findings[0]!.message).toContain("e.g. line 5 '/src/' owns src/a/b.ts");
+    expect(findings[1]!.message).toContain("e.g. line 5 '/src/' owns src/a/b.ts");
+  });
+
   test("a broad first rule overtaken on every path is dead, but one that still owns a path is not", () => {
     expect(only(run({ codeowners: "* @core\n** @other\n", tree }).findings, "dead_rule").map((f) => f.line)).toEqual([1]);
     expect(only(run({ codeowners: "* @core\n/src/ @bob\n", tree }).findings, "dead_rule")).toEqual([]);

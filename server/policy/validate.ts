@@ -317,8 +317,8 @@ function checkTree(tree: readonly string[], codeowners: LoadedCodeowners | null,
   const index = new PatternIndex(patterns);
   const matched = new Uint8Array(rules.length);
   const owned = new Uint8Array(rules.length);
-  /** For a rule seen matching a path some later rule owns: that rule and the path. */
-  const overtaken = new Map<number, { by: number; path: string }>();
+  /** For a rule seen matching a path: the first such path and the rule that owns it (the rule itself or a later one). */
+  const firstMatch = new Map<number, { by: number; path: string }>();
   const unowned: string[] = [];
   let unownedCount = 0;
   const costs = new Float64Array(tree.length);
@@ -339,21 +339,24 @@ function checkTree(tree: readonly string[], codeowners: LoadedCodeowners | null,
       if (unowned.length < LISTED_PATHS) unowned.push(path);
     }
     if (winner < 0) return;
+    if (matched[winner] === 0) firstMatch.set(winner, { by: winner, path });
     matched[winner] = 1;
     owned[winner] = 1;
     for (i++; i < positions.length; i++) {
       const position = positions[i]!;
       if (matched[position] === 1 || !patterns[position]!.test(path, segments, budget)) continue;
       matched[position] = 1;
-      overtaken.set(position, { by: winner, path });
+      firstMatch.set(position, { by: winner, path });
     }
   });
   rules.forEach((rule, position) => {
     if (owned[position] === 1) return;
     const pattern = `'${rule.pattern}'`;
-    if (matched[position] === 0) add("rule_owns_nothing", "warning", file, rule.line, `${pattern} matches no path of the tree`);
+    // A rule equal to a later one is not in the index: it matches what the later one matches, and never wins.
+    const filed = index.filedFor(position);
+    if (matched[filed] === 0) add("rule_owns_nothing", "warning", file, rule.line, `${pattern} matches no path of the tree`);
     else {
-      const { by, path } = overtaken.get(position)!;
+      const { by, path } = firstMatch.get(filed)!;
       add("dead_rule", "warning", file, rule.line, `${pattern} owns no path: a later rule owns every path it matches (last match wins), e.g. line ${rules[by]!.line} '${rules[by]!.pattern}' owns ${path}`);
     }
   });
