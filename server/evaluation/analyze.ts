@@ -93,8 +93,11 @@ function readSizedFile(read: FileRead, tooLarge: (bytes: number) => boolean): { 
 const codeownersTooLarge = (bytes: number) => bytes >= MAX_CODEOWNERS_BYTES;
 const policyTooLarge = (bytes: number) => bytes > MAX_POLICY_FILE_BYTES;
 
-/** Picks the code-owners file by precedence (DESIGN 3.2 rule 1); an unread or failed earlier location blocks later ones. */
-function selectCodeowners(evidence: Evidence, reasons: Reason[]): { path: string; parsed: ParsedCodeowners } | null {
+/**
+ * Picks the code-owners file by precedence (DESIGN 3.2 rule 1); an unread or failed earlier location blocks later ones. The
+ * parse is charged to `budget` (MatchBudgetExceeded past its limit).
+ */
+function selectCodeowners(evidence: Evidence, reasons: Reason[], budget: MatchBudget): { path: string; parsed: ParsedCodeowners } | null {
   for (const location of CODEOWNERS_LOCATIONS) {
     const read = evidence.codeowners[location];
     if (read === undefined) {
@@ -117,7 +120,7 @@ function selectCodeowners(evidence: Evidence, reasons: Reason[]): { path: string
       return null;
     }
     if (sized.kind !== "text") return null;
-    const parsed = parseCodeowners(sized.text);
+    const parsed = parseCodeowners(sized.text, budget);
     if (parsed.errors.length > 0) {
       reasons.push({
         code: "codeowners_invalid",
@@ -267,7 +270,16 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   }
 
   // Code owners and owner sets (DESIGN 3.2 rules 1-2).
-  const selected = selectCodeowners(evidence as Evidence, reasons);
+  let selected: ReturnType<typeof selectCodeowners> = null;
+  let parsedOverBudget = false;
+  try {
+    selected = selectCodeowners(evidence as Evidence, reasons, budget);
+  } catch (error) {
+    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    // Parsing is matching work too (issue 25 item 5): over the budget, the same outcome as a match that runs out.
+    reasons.push(matchingBudgetReason(budget));
+    parsedOverBudget = true;
+  }
   const groupsByKey = new Map<string, { owners: string[]; paths: string[] }>();
   let unownedPathCount = 0;
   const sortedPaths = [...paths].sort();
@@ -303,7 +315,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
       groupsByKey.clear();
       unownedPathCount = 0;
     }
-  } else unownedPathCount = sortedPaths.length;
+  } else if (!parsedOverBudget) unownedPathCount = sortedPaths.length;
   const groups = [...groupsByKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
 
   const resolvable = new Set<string>();

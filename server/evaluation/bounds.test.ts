@@ -159,6 +159,20 @@ describe("bounds", () => {
       expect(over.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
     });
 
+    test("a CODEOWNERS file whose parsing alone needs more than the budget fails closed naming the bound", () => {
+      const rules = Array.from({ length: 2_000 }, (_, i) => `/services/svc-${i}/ @alice`).join("\n");
+      const evidence = withReviews(withFiles(withCodeowners(baseEvidence(), rules), ["services/svc-1/a.ts"]), approve(USERS.alice));
+      const { decision, steps } = spent(evidence);
+      expect(decision.conclusion).toBe("success");
+      const parsing = new MatchBudget(Number.POSITIVE_INFINITY);
+      parseCodeowners(rules, parsing);
+      expect(parsing.used).toBeGreaterThan(1_000);
+      expect(steps).toBeGreaterThan(parsing.used);
+      const over = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS, new MatchBudget(parsing.used - 1));
+      expect(over).toMatchObject({ kind: "conclusive", conclusion: "failure", ownerSets: [], unownedPathCount: 0 });
+      expect(over.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
+    });
+
     test("100 rules of five ** against 2,999 sixty-deep paths fail closed at MAX_MATCH_STEPS", () => {
       const rules = Array.from({ length: 100 }, (_, i) => `${fiveStarRule(i)} @alice`).join("\n");
       const files = Array.from({ length: MAX_PULL_REQUEST_FILES - 1 }, (_, i) => sixtyDeepPath(`f${i}.txt`));

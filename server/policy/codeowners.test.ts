@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parseCodeowners } from "./codeowners.ts";
+import { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 
 // Cases from GitHub's "About code owners" page (example file, its explanations, and "Syntax exceptions"), from gitignore's
 // pattern format, and facts observed in other implementations (hmarr/codeowners pattern table). Each row: pattern, path,
@@ -387,5 +388,30 @@ describe("owner tokens longer than the forge allows", () => {
     expect(parsed.errors).toHaveLength(1);
     expect(parsed.errors[0]!.message.length).toBeLessThan(200);
     expect(parsed.errors[0]!.message).toContain("invalid owner");
+  });
+});
+
+describe("parsing work", () => {
+  const parseCost = (text: string) => {
+    const budget = new MatchBudget(Number.POSITIVE_INFINITY);
+    parseCodeowners(text, budget);
+    return budget.used;
+  };
+  const rules = (count: number) => Array.from({ length: count }, (_, i) => `/services/svc-${i}/ @acme/team-${i % 40}`).join("\n");
+
+  test("parsing is charged to the budget in proportion to the file: more rules, more steps", () => {
+    expect(parseCost(rules(100))).toBeGreaterThan(0);
+    expect(parseCost(rules(10_000))).toBeGreaterThan(50 * parseCost(rules(100)));
+  });
+
+  test("comment lines are charged for their size too", () => {
+    expect(parseCost(`# ${"c".repeat(10_000)}\n`)).toBeGreaterThan(parseCost("# c\n"));
+  });
+
+  test("a budget smaller than the parse stops it with MatchBudgetExceeded", () => {
+    const text = rules(1_000);
+    const needed = parseCost(text);
+    expect(parseCodeowners(text, new MatchBudget(needed)).rules).toHaveLength(1_000);
+    expect(() => parseCodeowners(text, new MatchBudget(needed - 1))).toThrow(MatchBudgetExceeded);
   });
 });

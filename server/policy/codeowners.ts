@@ -11,7 +11,7 @@
 // - As on the forge, an invalid line is skipped by `match` and listed in `errors`; evaluate() then fails closed naming the lines.
 // - Last matching rule wins. Only the first MAX_CODEOWNERS_RULES rules are kept; beyond that an error is reported.
 import { MAX_CODEOWNERS_RULES, MAX_EMAIL_CHARS, MAX_LOGIN_CHARS, MAX_TEAM_SLUG_CHARS } from "./bounds.ts";
-import type { MatchBudget } from "./match-budget.ts";
+import { PARSE_CHARS_PER_STEP, RULE_PARSE_STEPS, type MatchBudget } from "./match-budget.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
 
@@ -134,16 +134,22 @@ function parseLine(line: string, validOwners: Map<string, boolean>): LineResult 
 /** The error at the first rule past MAX_CODEOWNERS_RULES (the validator reports it as a bound). */
 export const TOO_MANY_RULES_MESSAGE = `more than ${MAX_CODEOWNERS_RULES} rules; the rest of the file is not loaded`;
 
-export function parseCodeowners(text: string): ParsedCodeowners {
+/**
+ * `budget`, when given, is charged for the parse as it goes (issue 25 item 5): the file's size before it is split, then each
+ * rule or invalid line by its length (match-budget.ts prices both); MatchBudgetExceeded stops the parse past its limit.
+ */
+export function parseCodeowners(text: string, budget?: MatchBudget): ParsedCodeowners {
   const rules: CodeownersRule[] = [];
   const patterns: CompiledPattern[] = [];
   const errors: CodeownersError[] = [];
+  budget?.spend(Math.ceil(text.length / PARSE_CHARS_PER_STEP));
   const lines = text.split("\n");
   if (lines[0]?.startsWith("\uFEFF")) lines[0] = lines[0].slice(1);
   const validOwners = new Map<string, boolean>();
   for (let index = 0; index < lines.length; index++) {
     const result = parseLine(lines[index]!, validOwners);
     if (result.kind === "skip") continue;
+    budget?.spend(RULE_PARSE_STEPS + lines[index]!.length);
     const line = index + 1;
     if (result.kind === "error") {
       errors.push({ line, message: result.message });
