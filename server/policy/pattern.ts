@@ -339,9 +339,12 @@ function literalTest(literal: string, anchored: boolean, directoryOnly: boolean)
       };
 }
 
-/** The identity of a literal pattern: `literalTest`'s arguments, which decide its test and its index key (see below). */
+/**
+ * The identity of a literal pattern: `literalTest`'s arguments, which decide its test and its index key (see below). It
+ * starts with `!`, which no other pattern's identity (its source) can: compilePattern rejects a leading `!`.
+ */
 function literalIdentity(literal: string, anchored: boolean, directoryOnly: boolean): string {
-  return (anchored ? "A" : "a") + (directoryOnly ? "D" : "d") + literal;
+  return (anchored ? "!A" : "!a") + (directoryOnly ? "D" : "d") + literal;
 }
 
 /** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
@@ -376,7 +379,7 @@ export function compilePattern(source: string): PatternResult {
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
     test = (path, parts, budget = UNMETERED) => matchSegments(full, directoryOnly, parts ?? path.split("/"), budget);
-    identity = "glob:" + source; // compiled from the source alone; other spellings of the same wildcards stay apart (charged as any rule)
+    identity = source; // compiled from the source alone; other spellings of the same wildcards stay apart (charged as any rule)
   }
   return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), identity, test } };
 }

@@ -13,19 +13,67 @@ import type { CompiledPattern } from "./pattern.ts";
 export const PREFIX_DEPTH = 3;
 
 /**
- * Buckets as chains: `head` maps a key to the last position filed under it, `next[position]` is the previous position with
- * the same key (-1 ends the chain). No array per key, and a chain is walked from the latest rule backwards.
+ * The chains of every bucket, and the dropping of equal patterns. `older[position]` is the previous position filed under the
+ * same key (-1 ends the chain), `newer[position]` the next one (-1 at the head). Equal patterns always share a key (their
+ * index keys are equal), so a pattern is compared only with the patterns of its own bucket, and only once that bucket holds
+ * two: most keys hold one pattern, and their identities are never hashed.
+ */
+class Chains {
+  readonly older: Int32Array;
+  private readonly newer: Int32Array;
+  /** Position of the filed pattern of each identity, for the patterns of buckets that have held two or more. */
+  readonly filed = new Map<string, number>();
+  private readonly hashed: Uint8Array;
+
+  constructor(private readonly patterns: readonly CompiledPattern[]) {
+    this.older = new Int32Array(patterns.length);
+    this.newer = new Int32Array(patterns.length);
+    this.hashed = new Uint8Array(patterns.length);
+  }
+
+  /** Files `position` in front of the chain that starts at `head` (-1: empty); returns the chain's new head. */
+  file(head: number, position: number): number {
+    if (head >= 0) {
+      if (this.hashed[head] === 0) this.remember(head); // a second pattern under this key: from now on its patterns are hashed
+      const equal = this.filed.get(this.patterns[position]!.identity);
+      if (equal !== undefined) head = this.unlink(equal, head);
+      this.remember(position);
+    }
+    this.older[position] = head;
+    this.newer[position] = -1;
+    if (head >= 0) this.newer[head] = position;
+    return position;
+  }
+
+  private remember(position: number): void {
+    this.hashed[position] = 1;
+    this.filed.set(this.patterns[position]!.identity, position);
+  }
+
+  /** Takes `position` out of the chain that starts at `head`; returns the chain's head afterwards (-1: empty). */
+  private unlink(position: number, head: number): number {
+    const older = this.older[position]!;
+    const newer = this.newer[position]!;
+    if (older >= 0) this.newer[older] = newer;
+    if (newer >= 0) this.older[newer] = older;
+    return position === head ? older : head;
+  }
+}
+
+/**
+ * Buckets as chains (see Chains): `head` maps a key to the last position filed under it. No array per key, and a chain is
+ * walked from the latest rule backwards.
  */
 class Buckets {
   private readonly head = new Map<string, number>();
-  constructor(private readonly next: Int32Array) {}
+  constructor(private readonly chains: Chains) {}
   add(key: string, position: number): void {
-    this.next[position] = this.head.get(key) ?? -1;
-    this.head.set(key, position);
+    this.head.set(key, this.chains.file(this.head.get(key) ?? -1, position));
   }
   /** Adds the positions filed under `key` to `into`, newest first. */
   collect(key: string, into: Candidates): void {
-    for (let position = this.head.get(key) ?? -1; position >= 0; position = this.next[position]!) into.push(position);
+    const older = this.chains.older;
+    for (let position = this.head.get(key) ?? -1; position >= 0; position = older[position]!) into.push(position);
   }
 }
 
@@ -83,33 +131,35 @@ function leadingDirectories(path: string): string {
   return path.slice(0, end);
 }
 
+/** The one key of the bucket of patterns tested for every path. */
+const ALWAYS = "";
+
 export class PatternIndex {
-  private readonly always: number[] = [];
+  private readonly chains: Chains;
+  private readonly always: Buckets;
   private readonly byPrefix: Buckets;
   private readonly bySegment: Buckets;
   private readonly byExtension: Buckets;
-  /** Position of the last pattern of each identity: the one filed for all of them. */
-  private readonly lastOfIdentity = new Map<string, number>();
   private readonly candidates = new Candidates();
   private readonly extensions: string[] = [];
   private readonly segmentsSeen = new Set<string>();
   private readonly extensionsSeen = new Set<string>();
 
   constructor(private readonly patterns: readonly CompiledPattern[]) {
-    const next = new Int32Array(patterns.length);
-    this.byPrefix = new Buckets(next);
-    this.bySegment = new Buckets(next);
-    this.byExtension = new Buckets(next);
-    patterns.forEach((pattern, position) => this.lastOfIdentity.set(pattern.identity, position));
+    // A pattern equal to a later one matches exactly the paths the later one matches, so it can never be the last match:
+    // filing the later one takes the earlier one out of its chain.
+    this.chains = new Chains(patterns);
+    this.always = new Buckets(this.chains);
+    this.byPrefix = new Buckets(this.chains);
+    this.bySegment = new Buckets(this.chains);
+    this.byExtension = new Buckets(this.chains);
     patterns.forEach((pattern, position) => {
-      // A pattern equal to a later one matches exactly the paths the later one matches, so it can never be the last match.
-      if (this.lastOfIdentity.get(pattern.identity) !== position) return;
       const key = pattern.indexKey;
       if (key.kind === "prefix") {
         this.byPrefix.add(leadingDirectories(key.path), position);
       } else if (key.kind === "segment") this.bySegment.add(key.value, position);
       else if (key.kind === "extension") this.byExtension.add(key.value, position);
-      else this.always.push(position);
+      else this.always.add(ALWAYS, position);
     });
   }
 
@@ -129,7 +179,8 @@ export class PatternIndex {
    * pattern is equal). It matches exactly the same paths; the validator reports an unfiled pattern through it.
    */
   filedFor(position: number): number {
-    return this.lastOfIdentity.get(this.patterns[position]!.identity)!;
+    // A pattern whose bucket never held two is filed itself; any other pattern's identity is in the map.
+    return this.chains.filed.get(this.patterns[position]!.identity) ?? position;
   }
 
   /**
@@ -171,7 +222,7 @@ export class PatternIndex {
       this.byExtension.collect(extension, found);
     }
     // Last, newest first: these are mostly broad early rules (`*`), so the candidates often need no ordering at all.
-    for (let i = this.always.length - 1; i >= 0; i--) found.push(this.always[i]!);
+    this.always.collect(ALWAYS, found);
     budget?.spend(found.length);
     return { positions: found.newestFirst(budget), segments };
   }
