@@ -344,6 +344,8 @@ describe("invalid CODEOWNERS lines", () => {
     "an empty segment is rejected": "a//b @a",
     "a lone slash is rejected": "/ @a",
     "a trailing backslash is rejected": "abc\\",
+    "an escaped slash is rejected": "secrets\\/keys @a",
+    "an escaped slash next to a wildcard is rejected": "/src\\/*.ts @a",
   };
   for (const [behaviour, line] of Object.entries(invalid)) {
     test(behaviour, () => {

@@ -17,7 +17,8 @@
 //   A lone `*` still matches everything, since it matches at any depth.
 // - GitHub: `!` negation, `[ ]` character ranges and `\#` (escaping a leading `#`) are not supported: reported as errors.
 //   We also reject `***` and empty segments (`a//b`), which have no defined meaning; an error line fails closed.
-// - `\x` escapes any other character (`\*`, `\?`, `\ ` for a space); matching is case-sensitive.
+// - `\x` escapes any other character (`\*`, `\?`, `\ ` for a space) but `/`, which is rejected (it would be a slash inside
+//   a segment); matching is case-sensitive.
 //
 // Matching work is linear in pattern × path whatever the pattern (see matchSegments and globMatch), and counted in a
 // MatchBudget so that one evaluation's total is bounded (issue 16 item 2).
@@ -108,6 +109,9 @@ function escapedSegments(source: string): (Segment | "empty")[] | string {
       const next = source[i + 1];
       if (next === undefined) return "a pattern cannot end with a backslash";
       if (next === "#") return "escaping '#' with a backslash is not supported in CODEOWNERS";
+      // A `/` inside a segment could never equal a path segment, yet the literal matcher and the RegExp reference would
+      // match it as a separator, and the index would file it under a segment no path has: no reading is safe.
+      if (next === "/") return "escaping '/' with a backslash is not supported: '/' always separates directories";
       units.push(next);
       raw += "\\";
       i++;
