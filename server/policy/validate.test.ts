@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_CODEOWNERS_BYTES, MAX_CODEOWNERS_RULES, MAX_MATCH_STEPS, MAX_POLICY_FILE_BYTES } from "./bounds.ts";
+import { parseCodeowners } from "./codeowners.ts";
+import { MatchBudget } from "./match-budget.ts";
 import { validate, type Finding, type FindingKind, type ValidatedFile, type ValidationInput } from "./validate.ts";
 
 const LOCATIONS = [".forge/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
@@ -151,6 +153,21 @@ describe("tree findings", () => {
     expect(bound?.severity).toBe("warning");
     expect(bound?.message).toContain(`past ${MAX_MATCH_STEPS} the service fails closed`);
     expect(only(run({ codeowners: `* @core\n${rules}\n`, tree: tree.slice(0, 10) }).findings, "bound_exceeded")).toEqual([]);
+  });
+
+  test("the bound warning counts the steps the service spends parsing the file, as its evaluation does", () => {
+    const rules = Array.from({ length: 40 }, (_, i) => `/**/a/**/b/**/c/**/*.r${i}`).join("\n");
+    const tree = Array.from({ length: 3000 }, (_, i) => "a/b/c/".repeat(12) + `f${i}.txt`);
+    const stepsIn = (text: string) => Number(/needs (\d+) matching steps/.exec(only(run({ codeowners: text, tree }).findings, "bound_exceeded")[0]!.message)![1]);
+    const plain = `* @core\n${rules}\n`;
+    const commented = `${plain}# ${"c".repeat(100_000)}\n`; // the same rules and matching, a larger file to parse
+    const parsing = (text: string) => {
+      const budget = new MatchBudget(Number.POSITIVE_INFINITY);
+      parseCodeowners(text, budget);
+      return budget.used;
+    };
+    expect(stepsIn(commented) - stepsIn(plain)).toBe(parsing(commented) - parsing(plain));
+    expect(parsing(commented)).toBeGreaterThan(parsing(plain));
   });
 });
 
