@@ -344,11 +344,13 @@ function literalTest(literal: string, anchored: boolean, directoryOnly: boolean)
 }
 
 /**
- * The identity of a literal pattern: `literalTest`'s arguments, which decide its test and its index key (see below). It
- * starts with `!`, which no other pattern's identity (its source) can: compilePattern rejects a leading `!`.
+ * The identity of a literal pattern: `literalTest`'s arguments, which decide its test and its index key (see below), spelled
+ * as the plainest source, `/` + literal when anchored and a trailing `/` for a directory. Segments are never empty and never
+ * hold a `/` (an escaped slash is rejected), so no two argument sets share a spelling, and none starts with `//`, which
+ * starts every wildcard pattern's identity. compileLiteral uses a source already in that spelling as it is: no new string.
  */
 function literalIdentity(literal: string, anchored: boolean, directoryOnly: boolean): string {
-  return (anchored ? "!A" : "!a") + (directoryOnly ? "D" : "d") + literal;
+  return `${anchored ? "/" : ""}${literal}${directoryOnly ? "/" : ""}`;
 }
 
 /** Literal patterns (no wildcard, escape, bracket or `!`): the common case in large files, without intermediate objects. */
@@ -359,7 +361,8 @@ function compileLiteral(source: string): PatternResult | null {
   if (literal === "" || literal.startsWith("/") || literal.endsWith("/") || literal.includes("//")) return null; // the general path reports it
   const anchored = leadingSlash || literal.includes("/");
   const indexKey: IndexKey = anchored ? { kind: "prefix", path: literal } : { kind: "segment", value: literal };
-  return { ok: true, pattern: { source, anchored, indexKey, identity: literalIdentity(literal, anchored, trailingSlash), test: literalTest(literal, anchored, trailingSlash) } };
+  const identity = leadingSlash || !anchored ? source : literalIdentity(literal, anchored, trailingSlash); // see literalIdentity
+  return { ok: true, pattern: { source, anchored, indexKey, identity, test: literalTest(literal, anchored, trailingSlash) } };
 }
 
 /** Compiles one CODEOWNERS-syntax pattern, or says why it is invalid. */
@@ -383,7 +386,7 @@ export function compilePattern(source: string): PatternResult {
   } else {
     const full = anchored || segments[0]!.kind === "globstar" ? segments : [{ kind: "globstar" } as Segment, ...segments];
     test = (path, parts, budget = UNMETERED) => matchSegments(full, directoryOnly, parts ?? path.split("/"), budget);
-    identity = source; // compiled from the source alone; other spellings of the same wildcards stay apart (charged as any rule)
+    identity = "//" + source; // compiled from the source alone; other spellings of the same wildcards stay apart (charged as any rule)
   }
   return { ok: true, pattern: { source, anchored, indexKey: indexKeyOf(segments, anchored), identity, test } };
 }

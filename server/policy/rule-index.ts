@@ -15,29 +15,42 @@ export const PREFIX_DEPTH = 3;
 /**
  * The chains of every bucket, and the dropping of equal patterns. `older[position]` is the previous position filed under the
  * same key (-1 ends the chain), `newer[position]` the next one (-1 at the head). Equal patterns always share a key (their
- * index keys are equal), so a pattern is compared only with the patterns of its own bucket, and only once that bucket holds
- * two: most keys hold one pattern, and their identities are never hashed.
+ * index keys are equal), so a pattern is only ever compared with the patterns of its own bucket: with the one it holds by a
+ * string comparison (a run of copies of one rule is dropped that way), and through a map of identities once the bucket holds
+ * two different patterns. Most keys hold one pattern, and their identities are never hashed.
  */
 class Chains {
   readonly older: Int32Array;
   private readonly newer: Int32Array;
-  /** Position of the filed pattern of each identity, for the patterns of buckets that have held two or more. */
-  readonly filed = new Map<string, number>();
+  /** For a dropped pattern, the later equal pattern that replaced it (-1: still filed). */
+  private readonly replacedBy: Int32Array;
+  /** Position of the filed pattern of each identity, for the patterns of buckets that have held two different ones. */
+  private readonly filed = new Map<string, number>();
   private readonly hashed: Uint8Array;
 
   constructor(private readonly patterns: readonly CompiledPattern[]) {
     this.older = new Int32Array(patterns.length);
     this.newer = new Int32Array(patterns.length);
+    this.replacedBy = new Int32Array(patterns.length).fill(-1);
     this.hashed = new Uint8Array(patterns.length);
   }
 
   /** Files `position` in front of the chain that starts at `head` (-1: empty); returns the chain's new head. */
   file(head: number, position: number): number {
     if (head >= 0) {
-      if (this.hashed[head] === 0) this.remember(head); // a second pattern under this key: from now on its patterns are hashed
-      const equal = this.filed.get(this.patterns[position]!.identity);
-      if (equal !== undefined) head = this.unlink(equal, head);
-      this.remember(position);
+      const identity = this.patterns[position]!.identity;
+      if (this.hashed[head] === 0) {
+        // The bucket holds one pattern so far (`head`): equal, it is replaced; different, the bucket starts hashing.
+        if (this.patterns[head]!.identity === identity) head = this.drop(head, head, position);
+        else {
+          this.remember(head);
+          this.remember(position);
+        }
+      } else {
+        const equal = this.filed.get(identity);
+        if (equal !== undefined) head = this.drop(equal, head, position);
+        this.remember(position);
+      }
     }
     this.older[position] = head;
     this.newer[position] = -1;
@@ -45,13 +58,27 @@ class Chains {
     return position;
   }
 
+  /** The position filed in place of `position`: itself, or the last of the later patterns equal to it. */
+  filedFor(position: number): number {
+    let filed = position;
+    while (this.replacedBy[filed]! >= 0) filed = this.replacedBy[filed]!;
+    // Each dropped pattern on the way now points at the answer, so a long run of copies is walked once.
+    for (let at = position; at !== filed; ) {
+      const next = this.replacedBy[at]!;
+      this.replacedBy[at] = filed;
+      at = next;
+    }
+    return filed;
+  }
+
   private remember(position: number): void {
     this.hashed[position] = 1;
     this.filed.set(this.patterns[position]!.identity, position);
   }
 
-  /** Takes `position` out of the chain that starts at `head`; returns the chain's head afterwards (-1: empty). */
-  private unlink(position: number, head: number): number {
+  /** Takes `position` out of the chain that starts at `head` for `replacement`; returns the chain's head afterwards. */
+  private drop(position: number, head: number, replacement: number): number {
+    this.replacedBy[position] = replacement;
     const older = this.older[position]!;
     const newer = this.newer[position]!;
     if (older >= 0) this.newer[older] = newer;
@@ -179,8 +206,7 @@ export class PatternIndex {
    * pattern is equal). It matches exactly the same paths; the validator reports an unfiled pattern through it.
    */
   filedFor(position: number): number {
-    // A pattern whose bucket never held two is filed itself; any other pattern's identity is in the map.
-    return this.chains.filed.get(this.patterns[position]!.identity) ?? position;
+    return this.chains.filedFor(position);
   }
 
   /**
