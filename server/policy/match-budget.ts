@@ -17,10 +17,10 @@ export const SORT_COMPARISONS_PER_STEP = 8;
 
 /**
  * Steps per CODEOWNERS rule on top of one step per character of its line: tokenizing, compiling the pattern, checking the
- * owners and filing it in the index cost about 0.5-1.5 µs a rule. Every line, comment or blank, is also charged one step per
+ * owners and filing it in the index cost about 0.6-1.5 µs a rule. Every line, comment or blank, is also charged one step per
  * PARSE_CHARS_PER_STEP characters for splitting and skipping it.
  */
-export const RULE_PARSE_STEPS = 48;
+export const RULE_PARSE_STEPS = 64;
 export const PARSE_CHARS_PER_STEP = 4;
 
 export class MatchBudgetExceeded extends Error {
