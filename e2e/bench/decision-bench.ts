@@ -103,6 +103,12 @@ const settings = DEFAULT_EVALUATION_SETTINGS;
 
 const decision10k = evaluate(evidence10k, settings);
 const decision3mb = evaluate(evidence3mb, settings);
+/** The matching steps an evaluation spends, parsing included (the share of MAX_MATCH_STEPS an ordinary file uses). */
+function stepsOf(evidence: Evidence): number {
+  const probe = new MatchBudget(Number.POSITIVE_INFINITY);
+  evaluate(evidence, settings, probe);
+  return probe.used;
+}
 const parsed10k = parseCodeowners(text10k);
 const parsed3mb = parseCodeowners(text3mb);
 
@@ -291,6 +297,8 @@ const result = {
     ownerSets10k: decision10k.ownerSets.length,
     conclusion10k: decision10k.conclusion,
     conclusion3mb: decision3mb.conclusion,
+    matchSteps10k: stepsOf(evidence10k),
+    matchSteps3mb: stepsOf(evidence3mb),
     indexMismatches: mismatches,
     worstCaseOwnerSets: worstDecision.ownerSets.length,
     worstCaseConclusion: worstDecision.conclusion,
