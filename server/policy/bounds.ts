@@ -44,11 +44,12 @@ export const MAX_GUARDRAIL_PATTERNS = 500;
 export const MAX_DELEGATION_PATTERNS = 500;
 
 /**
- * Path-matching steps one evaluation may spend (issue 16 item 2; not in DESIGN 3.6's list yet; match-budget.ts says what a
- * step is): the CODEOWNERS match of every changed path plus the delegation and guardrail checks. Each pattern matches in
- * time linear in pattern × path, but rules, paths and delegation patterns still multiply; past this the evaluation fails
- * closed with `matching_budget_exceeded` instead of holding a worker. The benchmark's 10,000-rule and 3 MB files use under
- * 60,000 steps for 2,999 paths; 20,000,000 steps take about a third of a second on the 2-core benchmark machine.
+ * Path-matching steps one evaluation may spend (issue 16 item 2; match-budget.ts says what a step is): parsing the CODEOWNERS
+ * file (issue 25 item 5), the CODEOWNERS match of every changed path plus the delegation and guardrail checks. Each pattern
+ * matches in time linear in pattern × path, but rules, paths and delegation patterns still multiply; past this the
+ * evaluation fails closed with `matching_budget_exceeded` instead of holding a worker. With their 2,999 paths the
+ * benchmark's 10,000-rule file costs about 1,340,000 steps and its 3 MB file about 9,240,000, nearly all of it parsing;
+ * 20,000,000 steps take about a quarter to a third of a second on the 2-core benchmark machine.
  */
 export const MAX_MATCH_STEPS = 20_000_000;
 
