@@ -2,13 +2,17 @@ import { Elysia } from "elysia";
 import { handleWebhook, type WebhookDeps } from "../ingress/index.ts";
 import { jsonResponse } from "./defensive-headers.ts";
 
-/** POST /webhooks/forge. The body is left unparsed (parse: "none"): ingress reads and verifies the raw bytes itself. */
+/**
+ * POST /webhooks/forge. The body is left unparsed (parse: "none"): ingress reads and verifies the raw bytes itself.
+ * A refusal closes the connection: it may come before the body was read whole (budget spent, too large, too slow), and Bun
+ * would otherwise keep the connection open and discard the rest of the body for as long as its sender trickles it.
+ */
 export function webhookRoutes(deps: WebhookDeps) {
   return new Elysia({ name: "webhook" }).post(
     "/webhooks/forge",
     async ({ request }) => {
       const reply = await handleWebhook(deps, request);
-      return jsonResponse(reply.body, reply.status, reply.headers);
+      return jsonResponse(reply.body, reply.status, reply.status >= 400 ? { ...reply.headers, connection: "close" } : reply.headers);
     },
     { parse: "none", detail: { hide: true } },
   );

@@ -1,46 +1,118 @@
+import { MAX_WEBHOOK_BODY_BYTES, SMALL_BODY_LANE_BYTES, SMALL_WEBHOOK_BODY_BYTES } from "./limits.ts";
+
 /**
- * The process-wide budget of webhook body bytes held before their signature is verified (issue 16 item 5). Without it each
- * unauthenticated connection may make the service buffer a whole 10 MiB body, so memory grows with the number of
- * connections; with it, unverified bodies never hold more than `limitBytes` together. A request reserves bytes before it
- * reads them (its declared Content-Length up front, a chunked body step by step) and gives them back when its body is
- * verified or refused, on every path including a client that disconnects mid-body. A plain counter: the event loop is single
- * threaded, so no lock or library is needed.
+ * The process-wide budget of webhook body bytes held before their signature is verified (issue 16 item 5, issue 25 item 2).
+ * Without it each unauthenticated connection may make the service buffer a whole 10 MiB body, so memory grows with the number
+ * of connections; with it, unverified bodies never hold more than `limitBytes` together.
+ *
+ * Rules:
+ * - A request reserves only bytes it has received (read-body.ts): a declared Content-Length is a ceiling, never a
+ *   reservation, so a connection that declares 10 MiB and trickles a byte now and then holds next to nothing.
+ * - Small bodies (declared, or so far, ≤ SMALL_WEBHOOK_BODY_BYTES: nearly every real delivery) have a lane of `laneBytes` that
+ *   large ones never use: large bodies share `limitBytes - laneBytes`, small ones the whole budget. A reservation that grows
+ *   past the small size (a body without Content-Length) becomes large and stays large.
+ * - Every reservation is given back when its body is verified or refused, on every path including a client that disconnects
+ *   mid-body; each give-back wakes the requests waiting for room (`whenFreed`).
+ * A plain counter: the event loop is single threaded, so no lock or library is needed.
  */
 export type BodyBudget = {
   readonly limitBytes: number;
+  /** Bytes only small bodies may use. */
+  readonly laneBytes: number;
   /** Bytes currently reserved by requests whose bodies are being read or verified. */
   inUse(): number;
+  /** The part of inUse() reserved by large bodies. */
+  inUseLarge(): number;
   open(): BodyReservation;
 };
 
 export type BodyReservation = {
-  /** Grows this reservation to at least `bytes` in total; false, leaving it unchanged, when the budget cannot cover that. */
-  cover(bytes: number): boolean;
+  /** Whether cover(bytes, large) would succeed now (nothing is reserved). */
+  fits(bytes: number, large: boolean): boolean;
+  /**
+   * Grows this reservation to at least `bytes` in total, in the large bodies' share when `large` (or when it was large before);
+   * false, leaving it unchanged, when the budget cannot cover that.
+   */
+  cover(bytes: number, large: boolean): boolean;
+  /** Resolves true at the next give-back of any reservation of the budget, false once `ms` have passed without one. */
+  whenFreed(ms: number): Promise<boolean>;
   /** Gives every reserved byte back; a released reservation covers nothing more. Calling it again does nothing. */
   release(): void;
 };
 
-export function createBodyBudget(limitBytes: number): BodyBudget {
+/**
+ * The lane: 16 MiB (64 small bodies of the largest small size, thousands of typical ones) when the budget has that much room
+ * beyond one maximal body, else whatever it has beyond one maximal body, so the smallest budget the settings allow (10 MiB)
+ * still holds one delivery of the largest body.
+ */
+export function defaultLaneBytes(limitBytes: number): number {
+  return Math.min(SMALL_BODY_LANE_BYTES, Math.max(0, limitBytes - MAX_WEBHOOK_BODY_BYTES));
+}
+
+/** Whether a body belongs to the large bodies' share: by its declared length, or without one by what has arrived so far. */
+export function isLargeBody(declared: number | null, received: number): boolean {
+  return (declared ?? received) > SMALL_WEBHOOK_BODY_BYTES;
+}
+
+export function createBodyBudget(limitBytes: number, laneBytes = defaultLaneBytes(limitBytes)): BodyBudget {
+  if (!(laneBytes >= 0 && laneBytes <= limitBytes)) throw new RangeError("the small-body lane must lie within the budget");
+  const largeLimit = limitBytes - laneBytes;
   let inUse = 0;
+  let inUseLarge = 0;
+  let waiters: Array<() => void> = [];
+  const freed = () => {
+    const woken = waiters;
+    waiters = [];
+    for (const wake of woken) wake();
+  };
   return {
     limitBytes,
+    laneBytes,
     inUse: () => inUse,
+    inUseLarge: () => inUseLarge,
     open() {
       let held = 0;
+      let heldLarge = false;
       let released = false;
+      const fits = (bytes: number, large: boolean) => {
+        if (released) return false;
+        const asLarge = large || heldLarge;
+        const next = Math.max(bytes, held);
+        if (inUse - held + next > limitBytes) return false;
+        return !asLarge || inUseLarge - (heldLarge ? held : 0) + next <= largeLimit;
+      };
       return {
-        cover(bytes) {
-          if (released) return false;
-          if (bytes <= held) return true;
-          if (inUse - held + bytes > limitBytes) return false;
-          inUse += bytes - held;
-          held = bytes;
+        fits,
+        cover(bytes, large) {
+          if (!fits(bytes, large)) return false;
+          const asLarge = large || heldLarge;
+          const next = Math.max(bytes, held);
+          inUse += next - held;
+          inUseLarge += (asLarge ? next : 0) - (heldLarge ? held : 0);
+          held = next;
+          heldLarge = asLarge;
           return true;
         },
+        whenFreed(ms) {
+          return new Promise<boolean>((resolve) => {
+            const wake = () => {
+              clearTimeout(timer);
+              resolve(true);
+            };
+            const timer = setTimeout(() => {
+              waiters = waiters.filter((waiter) => waiter !== wake);
+              resolve(false);
+            }, Math.max(0, ms));
+            waiters.push(wake);
+          });
+        },
         release() {
-          inUse -= held;
-          held = 0;
+          if (released) return;
           released = true;
+          inUse -= held;
+          if (heldLarge) inUseLarge -= held;
+          held = 0;
+          if (waiters.length > 0) freed();
         },
       };
     },

@@ -10,9 +10,9 @@ import { verifySignature } from "./verify-signature.ts";
 
 /**
  * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (400) → secret configured (503) →
- * signature header form (401) → Content-Length (400/413) → a reservation in the process-wide budget of unverified body
- * bytes (503 with Retry-After, body unread) → raw body, counted, capped (413) → HMAC over those exact bytes in constant time
- * (401), after which the reservation is given back → JSON (400) → mapping → payload validation (400) → durable acceptance
+ * signature header form (401) → Content-Length (400/413) → raw body, counted, capped (413), each received byte reserved in
+ * the process-wide budget of unverified body bytes (503 with Retry-After after a short wait for room; too slow: 400; see
+ * read-body.ts) → HMAC over those exact bytes in constant time (401), after which the reservation is given back → JSON (400) → mapping → payload validation (400) → durable acceptance
  * (503 on database failure) → bounded fast path → 202 {accepted, queued}. Failure reasons are a fixed vocabulary; nothing from the request is logged
  * beyond the event name and action.
  *

@@ -1,46 +1,102 @@
-import type { BodyReservation } from "./body-budget.ts";
+import { type BodyReservation, isLargeBody } from "./body-budget.ts";
+import { BUSY_WAIT_MS, WEBHOOK_BODY_DEADLINE_MS, WEBHOOK_BODY_MIN_BYTES_PER_SECOND, WEBHOOK_BODY_RATE_GRACE_MS } from "./limits.ts";
 
 /**
  * Reads a request body as raw bytes while counting, and stops at limit + 1 byte: a larger body is refused without being held
- * in memory (spec: 413 "with or without Content-Length; enforced while streaming"). Every byte is covered by `reservation`
- * before it is read; when the process-wide budget cannot cover it the body is left unread ("busy").
+ * in memory (spec: 413 "with or without Content-Length; enforced while streaming"). Every body streams, with or without
+ * Content-Length, so that only bytes actually received are reserved in the unverified-body budget (a declared length is a
+ * ceiling, not a reservation: issue 25 item 2), and so that a sender too slow for the rules below is cut off:
+ * - before each read there must be room for the next step (so a body the budget cannot take is left unread), and each
+ *   chunk is covered once it is in hand; without room, the read waits up to `busyWaitMs` in all for a give-back, then the
+ *   body is refused "busy";
+ * - the body must have arrived `deadlineMs` after the read began, and after `graceMs` at an average of at least
+ *   `minBytesPerSecond` (time spent waiting for room is not held against the sender); otherwise the reader is aborted and
+ *   the body refused "failed", as a body cut short by its client is.
+ * Bun holds back what the client sends until the stream is read (its socket is paused), so a body left unread costs only
+ * what the kernel buffers.
  */
 export type BodyRead = { kind: "ok"; bytes: Uint8Array } | { kind: "too_large" } | { kind: "failed" } | { kind: "busy" };
 
-/** How far ahead of the bytes read so far a body without Content-Length reserves before each read. */
-const STREAM_RESERVE_STEP = 64 * 1024;
+export type BodyReadRules = {
+  readonly deadlineMs: number;
+  readonly minBytesPerSecond: number;
+  readonly graceMs: number;
+  readonly busyWaitMs: number;
+};
 
-export async function readBodyCapped(request: Request, declared: number | null, limit: number, reservation: BodyReservation): Promise<BodyRead> {
-  if (declared !== null && declared <= limit) {
-    if (!reservation.cover(declared)) return { kind: "busy" };
-    // A declared length within the limit bounds the body by HTTP framing, so it is read whole in one native call (the
-    // streaming reader below costs several times more per request under webhook load).
-    try {
-      return { kind: "ok", bytes: new Uint8Array(await request.arrayBuffer()) };
-    } catch {
-      return { kind: "failed" };
-    }
-  }
+export const BODY_READ_RULES: BodyReadRules = Object.freeze({
+  deadlineMs: WEBHOOK_BODY_DEADLINE_MS,
+  minBytesPerSecond: WEBHOOK_BODY_MIN_BYTES_PER_SECOND,
+  graceMs: WEBHOOK_BODY_RATE_GRACE_MS,
+  busyWaitMs: BUSY_WAIT_MS,
+});
+
+/** How far ahead of the bytes read so far the budget must have room before each read (nothing is reserved ahead). */
+const READ_STEP = 64 * 1024;
+
+export async function readBodyCapped(request: Request, declared: number | null, limit: number, reservation: BodyReservation, rules: BodyReadRules = BODY_READ_RULES): Promise<BodyRead> {
   const body = request.body;
   if (body === null) return { kind: "ok", bytes: new Uint8Array(0) };
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
+  const started = performance.now();
+  let waited = 0;
+  let waitingSince: number | null = null;
   let total = 0;
+  /** Milliseconds until the body is too late: the absolute deadline, or the moment the bytes so far fall below the rate. */
+  const timeLeft = () => {
+    const now = performance.now();
+    const forgiven = waited + (waitingSince === null ? 0 : now - waitingSince);
+    return Math.min(started + rules.deadlineMs - now, started + forgiven + rules.graceMs + (total * 1000) / rules.minBytesPerSecond - now);
+  };
+  /** Waits for give-backs until `room()` holds, within what is left of the request's wait and of its deadline. */
+  const roomWithin = async (room: () => boolean) => {
+    while (!room()) {
+      const left = Math.min(rules.busyWaitMs - waited, started + rules.deadlineMs - performance.now());
+      if (left <= 0) return false;
+      waitingSince = performance.now();
+      await reservation.whenFreed(left);
+      waited += performance.now() - waitingSince;
+      waitingSince = null;
+    }
+    return true;
+  };
+
+  const reader = body.getReader();
+  // One timer per request rather than one per read (a race per read costs more than the read of a typical body): when it
+  // fires early it is set again for what is left; when the body is late it cancels the reader, which ends a pending read.
+  let late = false;
+  const watch = () => {
+    const left = timeLeft();
+    if (left > 0) timer = setTimeout(watch, left);
+    else {
+      late = true;
+      reader.cancel().catch(() => {});
+    }
+  };
+  let timer = setTimeout(watch, Math.max(0, timeLeft()));
+  const chunks: Uint8Array[] = [];
   try {
     for (;;) {
-      // A step is reserved before each read (never past the limit, so a maximal body fits the smallest budget); a chunk
-      // larger than the step is covered once it is in hand, and refused with the body if the budget cannot cover it.
-      if (!reservation.cover(Math.min(limit, total + STREAM_RESERVE_STEP))) return await cancelled(reader, { kind: "busy" });
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
+      // Never past the limit (or the declared length), so a maximal body fits the smallest budget.
+      const ahead = Math.min(declared ?? limit, total + READ_STEP);
+      const large = isLargeBody(declared, total);
+      if (!(await roomWithin(() => reservation.fits(ahead, large)))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
+      const next = await reader.read();
+      if (late) return { kind: "failed" };
+      if (next.done) break;
+      total += next.value.byteLength;
       if (total > limit) return await cancelled(reader, { kind: "too_large" });
-      if (!reservation.cover(total)) return await cancelled(reader, { kind: "busy" });
-      chunks.push(value);
+      // A chunk may be larger than the step it was read under (Bun hands over what the socket had), or the room it found may
+      // have been taken meanwhile: it is covered now, or the body refused.
+      const nowLarge = isLargeBody(declared, total);
+      if (!(await roomWithin(() => reservation.cover(total, nowLarge)))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
+      chunks.push(next.value);
     }
   } catch {
     return { kind: "failed" };
+  } finally {
+    clearTimeout(timer);
   }
+  if (chunks.length === 1) return { kind: "ok", bytes: chunks[0]! };
   const bytes = new Uint8Array(total);
   let offset = 0;
   for (const chunk of chunks) {
