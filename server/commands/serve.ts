@@ -19,6 +19,16 @@ import { describe } from "./database.ts";
 /** Bound on each forge request; the fast path has its own, shorter overall deadline. */
 export const FORGE_REQUEST_TIMEOUT_MS = 10_000;
 
+/**
+ * Bun's idle timeout, set rather than left to its default (behaviour checked on Bun 1.4.4): a connection is closed once this
+ * long passes with less than about 16 KiB received (uWebSockets' receive-throughput rule), so idle keep-alive connections and
+ * bodies trickled a few bytes at a time are closed after 10 to 14 s on every route, while a handler still working on a whole
+ * request is never cut. Bun closes a connection whose request headers are still incomplete after about 12 s whatever this
+ * says. The webhook route's own body rules (read-body.ts) are stricter. A proxy in front should drop idle upstream
+ * connections sooner than this.
+ */
+export const HTTP_IDLE_TIMEOUT_SECONDS = 10;
+
 export type RunningService = { readonly url: string; readonly port: number; stop(): Promise<void> };
 
 /**
@@ -106,7 +116,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   };
   const health: HealthSources = { config, store, credentials: probe, worker, reconciler };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
-  const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false });
+  const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
   return {
