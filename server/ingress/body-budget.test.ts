@@ -21,7 +21,7 @@ const until = (condition: () => boolean, what: string) => waitUntil(condition, w
 
 describe("the unverified body budget", () => {
   test("reservations share one budget, grow only while it covers them, and give everything back once", () => {
-    const budget = createBodyBudget(100, 0);
+    const budget = createBodyBudget(100, { laneBytes: 0 });
     const a = budget.open();
     const b = budget.open();
     expect(a.cover(60, false)).toBe(true);
@@ -41,7 +41,7 @@ describe("the unverified body budget", () => {
   });
 
   test("large bodies never take the small bodies' lane, and a reservation that grows large stays in their share", () => {
-    const budget = createBodyBudget(100, 30);
+    const budget = createBodyBudget(100, { laneBytes: 30 });
     const large = budget.open();
     expect(large.cover(70, true)).toBe(true);
     const second = budget.open();
@@ -74,17 +74,58 @@ describe("the unverified body budget", () => {
   });
 
   test("a give-back wakes the requests waiting for room; a wait without one ends at its bound", async () => {
-    const budget = createBodyBudget(100, 0);
+    const budget = createBodyBudget(100, { laneBytes: 0 });
     const holder = budget.open();
     expect(holder.cover(100, false)).toBe(true);
     const waiting = budget.open();
+    const room = () => waiting.fits(100, false);
     const started = performance.now();
-    expect(await waiting.whenFreed(50)).toBe(false);
+    expect(await waiting.waitForRoom(room, 50, 10)).toBe(false);
     expect(performance.now() - started).toBeGreaterThanOrEqual(40);
-    const woken = waiting.whenFreed(5_000);
+    expect(budget.waiting()).toBe(0);
+    const woken = waiting.waitForRoom(room, 5_000, 10);
+    expect(budget.waiting()).toBe(10);
     holder.release();
     expect(await woken).toBe(true);
+    expect(budget.waiting()).toBe(0);
     expect(waiting.cover(100, false)).toBe(true);
+  });
+
+  test("once a quarter of the budget has been given back since the last collection, the heap is collected", () => {
+    let collections = 0;
+    const budget = createBodyBudget(400, { laneBytes: 0, collect: () => collections++ });
+    for (const bytes of [60, 39]) {
+      const reservation = budget.open();
+      reservation.cover(bytes, false);
+      reservation.release();
+    }
+    expect(collections).toBe(0);
+    const third = budget.open();
+    third.cover(1, false);
+    third.release();
+    expect(collections).toBe(1);
+    const fourth = budget.open();
+    fourth.cover(99, false);
+    fourth.release();
+    expect(collections).toBe(1);
+  });
+
+  test("waits together leave at most the wait limit unread: past it a request is refused at once", async () => {
+    const budget = createBodyBudget(100, { laneBytes: 0, waitLimitBytes: 1_000 });
+    const holder = budget.open();
+    expect(holder.cover(100, false)).toBe(true);
+    const first = budget.open();
+    const firstWait = first.waitForRoom(() => first.fits(10, false), 5_000, 800);
+    const second = budget.open();
+    const started = performance.now();
+    expect(await second.waitForRoom(() => second.fits(10, false), 5_000, 201)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(100);
+    const third = budget.open();
+    const thirdWait = third.waitForRoom(() => third.fits(10, false), 5_000, 200);
+    expect(budget.waiting()).toBe(1_000);
+    holder.release();
+    expect([await firstWait, await thirdWait]).toEqual([true, true]);
+    expect(budget.waiting()).toBe(0);
   });
 });
 
@@ -215,7 +256,7 @@ describe("webhook bodies against the budget", () => {
   });
 
   test("time spent waiting for room in the budget is not held against the sender's rate", async () => {
-    const budget = createBodyBudget(64 * KiB, 0);
+    const budget = createBodyBudget(64 * KiB, { laneBytes: 0 });
     const holder = budget.open();
     expect(holder.cover(64 * KiB, false)).toBe(true);
     const reservation = budget.open();

@@ -13,6 +13,14 @@ export const BUSY_RETRY_AFTER_SECONDS = 5;
  */
 export const BUSY_WAIT_MS = 1_000;
 /**
+ * What Bun keeps of a body that is not being read before it stops reading the socket: about 1.1 MiB per connection
+ * (measured on Bun 1.4.4), more than the budget would ever let it reserve at once. A request waiting for room holds that much
+ * outside the budget, so waits are bounded too: together they may leave at most BUSY_WAIT_BYTES unread (each counts the
+ * chunk it holds and what Bun may buffer for it, at most its remaining declared length); past that a delivery is refused at once.
+ */
+export const UNREAD_BODY_BUFFER_BYTES = 1_200 * 1024;
+export const BUSY_WAIT_BYTES = 16 * 1024 * 1024;
+/**
  * A body at most this large (declared, or so far without Content-Length) is small: nearly every real delivery. Small bodies
  * have a lane of the budget that large ones never use (body-budget.ts).
  */

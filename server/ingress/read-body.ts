@@ -1,5 +1,5 @@
 import { type BodyReservation, isLargeBody } from "./body-budget.ts";
-import { BUSY_WAIT_MS, WEBHOOK_BODY_DEADLINE_MS, WEBHOOK_BODY_MIN_BYTES_PER_SECOND, WEBHOOK_BODY_RATE_GRACE_MS } from "./limits.ts";
+import { BUSY_WAIT_MS, UNREAD_BODY_BUFFER_BYTES, WEBHOOK_BODY_DEADLINE_MS, WEBHOOK_BODY_MIN_BYTES_PER_SECOND, WEBHOOK_BODY_RATE_GRACE_MS } from "./limits.ts";
 
 /**
  * Reads a request body as raw bytes while counting, and stops at limit + 1 byte: a larger body is refused without being held
@@ -8,7 +8,7 @@ import { BUSY_WAIT_MS, WEBHOOK_BODY_DEADLINE_MS, WEBHOOK_BODY_MIN_BYTES_PER_SECO
  * ceiling, not a reservation: issue 25 item 2), and so that a sender too slow for the rules below is cut off:
  * - before each read there must be room for the next step (so a body the budget cannot take is left unread), and each
  *   chunk is covered once it is in hand; without room, the read waits up to `busyWaitMs` in all for a give-back, then the
- *   body is refused "busy";
+ *   body is refused "busy" (at once when the budget's waits already leave too much unread: body-budget.ts);
  * - the body must have arrived `deadlineMs` after the read began, and after `graceMs` at an average of at least
  *   `minBytesPerSecond` (time spent waiting for room is not held against the sender); otherwise the reader is aborted and
  *   the body refused "failed", as a body cut short by its client is.
@@ -47,17 +47,19 @@ export async function readBodyCapped(request: Request, declared: number | null, 
     const forgiven = waited + (waitingSince === null ? 0 : now - waitingSince);
     return Math.min(started + rules.deadlineMs - now, started + forgiven + rules.graceMs + (total * 1000) / rules.minBytesPerSecond - now);
   };
-  /** Waits for give-backs until `room()` holds, within what is left of the request's wait and of its deadline. */
-  const roomWithin = async (room: () => boolean) => {
-    while (!room()) {
-      const left = Math.min(rules.busyWaitMs - waited, started + rules.deadlineMs - performance.now());
-      if (left <= 0) return false;
-      waitingSince = performance.now();
-      await reservation.whenFreed(left);
-      waited += performance.now() - waitingSince;
-      waitingSince = null;
-    }
-    return true;
+  /**
+   * Waits for give-backs until `room()` holds, within what is left of the request's wait and of its deadline, pledging what
+   * it leaves unread meanwhile: the chunk in hand, and what Bun may buffer of the rest of the body.
+   */
+  const roomWithin = async (room: () => boolean, inHand: number) => {
+    if (room()) return true;
+    const left = Math.min(rules.busyWaitMs - waited, started + rules.deadlineMs - performance.now());
+    const unread = Math.min(declared === null ? UNREAD_BODY_BUFFER_BYTES : declared - total, UNREAD_BODY_BUFFER_BYTES);
+    waitingSince = performance.now();
+    const found = await reservation.waitForRoom(room, left, inHand + unread);
+    waited += performance.now() - waitingSince;
+    waitingSince = null;
+    return found;
   };
 
   const reader = body.getReader();
@@ -79,7 +81,7 @@ export async function readBodyCapped(request: Request, declared: number | null, 
       // Never past the limit (or the declared length), so a maximal body fits the smallest budget.
       const ahead = Math.min(declared ?? limit, total + READ_STEP);
       const large = isLargeBody(declared, total);
-      if (!(await roomWithin(() => reservation.fits(ahead, large)))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
+      if (!(await roomWithin(() => reservation.fits(ahead, large), 0))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
       const next = await reader.read();
       if (late) return { kind: "failed" };
       if (next.done) break;
@@ -88,7 +90,7 @@ export async function readBodyCapped(request: Request, declared: number | null, 
       // A chunk may be larger than the step it was read under (Bun hands over what the socket had), or the room it found may
       // have been taken meanwhile: it is covered now, or the body refused.
       const nowLarge = isLargeBody(declared, total);
-      if (!(await roomWithin(() => reservation.cover(total, nowLarge)))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
+      if (!(await roomWithin(() => reservation.cover(total, nowLarge), next.value.byteLength))) return await cancelled(reader, { kind: late ? "failed" : "busy" });
       chunks.push(next.value);
     }
   } catch {
