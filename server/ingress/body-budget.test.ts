@@ -311,6 +311,24 @@ describe("webhook bodies against the budget", () => {
     expect(budget.inUse()).toBe(0);
   });
 
+  test("a large body that would leave more unread than the waits may hold is refused at once instead of waiting", async () => {
+    const budget = createBodyBudget(512 * KiB, { laneBytes: 0, waitLimitBytes: MiB });
+    const port = await serve(budget);
+    const holder = await startPost(port, { contentLength: 512 * KiB }, new Uint8Array(512 * KiB - 1));
+    await until(() => budget.inUse() === 512 * KiB - 1, "the holder's bytes");
+    // Bun may buffer about 1.1 MiB of a 2 MiB body nobody reads: more than the waits may leave unread here.
+    const started = performance.now();
+    const large = await startPost(port, { contentLength: 2 * MiB }, new Uint8Array(64 * KiB));
+    expect(await large.head()).toStartWith("HTTP/1.1 503");
+    expect(performance.now() - started).toBeLessThan(BUSY_WAIT_MS / 2);
+    // A small delivery pledges only its own few bytes, and waits.
+    const ping = signedPing(port, "d-small-waits");
+    await Bun.sleep(200);
+    holder.writeBody(new Uint8Array(1));
+    expect(await ping).toBe(202);
+    expect(await busyFailures()).toBe(1);
+  });
+
   test("small deliveries keep a lane that large declared bodies cannot take", async () => {
     // 12 MiB: a lane of 2 MiB beside 10 MiB for large bodies.
     const budget = createBodyBudget(12 * MiB);

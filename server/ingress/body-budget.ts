@@ -87,10 +87,10 @@ export function createBodyBudget(limitBytes: number, options: BodyBudgetOptions 
   let inUse = 0;
   let inUseLarge = 0;
   let waiting = 0;
-  let waiters: Array<() => void> = [];
+  let waiters = new Set<() => void>();
   const freed = () => {
     const woken = waiters;
-    waiters = [];
+    waiters = new Set();
     for (const wake of woken) wake();
   };
   /** Resolves true at the next give-back, false once `ms` have passed without one. */
@@ -101,10 +101,10 @@ export function createBodyBudget(limitBytes: number, options: BodyBudgetOptions 
         resolve(true);
       };
       const timer = setTimeout(() => {
-        waiters = waiters.filter((waiter) => waiter !== wake);
+        waiters.delete(wake);
         resolve(false);
       }, Math.max(0, ms));
-      waiters.push(wake);
+      waiters.add(wake);
     });
   return {
     limitBytes,
@@ -157,7 +157,7 @@ export function createBodyBudget(limitBytes: number, options: BodyBudgetOptions 
           if (heldLarge) inUseLarge -= held;
           givenBack += held;
           held = 0;
-          if (waiters.length > 0) freed();
+          if (waiters.size > 0) freed();
           if (givenBack >= collectEveryBytes) {
             givenBack = 0;
             collect();

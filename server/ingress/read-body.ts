@@ -54,7 +54,7 @@ export async function readBodyCapped(request: Request, declared: number | null, 
   const roomWithin = async (room: () => boolean, inHand: number) => {
     if (room()) return true;
     const left = Math.min(rules.busyWaitMs - waited, started + rules.deadlineMs - performance.now());
-    const unread = Math.min(declared === null ? UNREAD_BODY_BUFFER_BYTES : declared - total, UNREAD_BODY_BUFFER_BYTES);
+    const unread = declared === null ? UNREAD_BODY_BUFFER_BYTES : Math.max(0, Math.min(declared - total, UNREAD_BODY_BUFFER_BYTES));
     waitingSince = performance.now();
     const found = await reservation.waitForRoom(room, left, inHand + unread);
     waited += performance.now() - waitingSince;
