@@ -57,6 +57,8 @@ export function startSlowSenders(port: number, declaredLengths: number[], option
           }, options.byteIntervalMs);
         });
       });
+      // Straight back, but never a busy loop against a service that closes connections at once.
+      await Bun.sleep(10);
     }
   }
 
