@@ -91,23 +91,34 @@ describe("the unverified body budget", () => {
     expect(waiting.cover(100, false)).toBe(true);
   });
 
-  test("once a quarter of the budget has been given back since the last collection, the heap is collected", () => {
+  test("once a quarter of the budget has been given back by large bodies since the last collection, the heap is collected", () => {
     let collections = 0;
     const budget = createBodyBudget(400, { laneBytes: 0, collect: () => collections++ });
     for (const bytes of [60, 39]) {
       const reservation = budget.open();
-      reservation.cover(bytes, false);
+      reservation.cover(bytes, true);
       reservation.release();
     }
     expect(collections).toBe(0);
     const third = budget.open();
-    third.cover(1, false);
+    third.cover(1, true);
     third.release();
     expect(collections).toBe(1);
     const fourth = budget.open();
-    fourth.cover(99, false);
+    fourth.cover(99, true);
     fourth.release();
     expect(collections).toBe(1);
+  });
+
+  test("small bodies given back never force a collection (the hot path of ordinary deliveries pays no pause)", () => {
+    let collections = 0;
+    const budget = createBodyBudget(400, { laneBytes: 100, collect: () => collections++ });
+    for (let i = 0; i < 50; i++) {
+      const reservation = budget.open();
+      expect(reservation.cover(90, false)).toBe(true);
+      reservation.release();
+    }
+    expect(collections).toBe(0);
   });
 
   test("waits together leave at most the wait limit unread: past it a request is refused at once", async () => {
