@@ -114,7 +114,7 @@ describe("evaluation threads", () => {
     expect(await probesAnsweredDuring(async () => (threaded = await threads().decide(evidence)))).toBeGreaterThanOrEqual(5);
     expect(threaded!.decision.reasons.map((reason) => reason.code)).toEqual(["matching_budget_exceeded"]);
     expect(threaded).toEqual(inline!);
-  });
+  }, 20_000); // three whole-budget evaluations (the probe runs past the bound): about 3.5 s on an idle 2-core machine, more under load
 
   test("a request over its time bound stops its thread and asks for a retry; the next request gets a fresh thread", async () => {
     const evaluator = threads({ url: STUCK, timeoutMs: 200, threads: 1 });
