@@ -6,7 +6,7 @@ import * as checks from "./check-runs.ts";
 import { createCaches } from "./caches.ts";
 import { readFile, type FileLocation } from "./contents.ts";
 import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
-import { listAll } from "./pagination.ts";
+import { listAll, type PageSink, type StreamOutcome, streamAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
 import type { Governor } from "./governor.ts";
 import { createTransport, type CallOptions, type Transport } from "./transport.ts";
@@ -43,6 +43,11 @@ export interface ForgeClient {
   listInstallationRepositories(installationId: number, call?: CallOptions): Promise<ListResult>;
   /** GET /repos/{owner}/{repo}/pulls?state=open, every page up to `max`; raw items (the reconciler validates them itself). */
   listOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, call?: CallOptions): Promise<ListResult>;
+  /**
+   * The same list without holding it (the reconciler, DESIGN 3.9): each page's raw items go to `onPage` before the next page is
+   * asked for; the outcome says whether the pages told make the whole list.
+   */
+  streamOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, onPage: PageSink, call?: CallOptions): Promise<StreamOutcome>;
   getRepository(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<pulls.RepositoryInfo>;
   getPullRequest(installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<pulls.PullRequestDetails>;
   listOpenPullRequests(installationId: number, owner: string, repo: string, filter?: { base?: string; max?: number }, call?: CallOptions): ReturnType<typeof pulls.listOpenPullRequests>;
@@ -77,6 +82,9 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     listOpenPullRequestItems: (installationId, owner, repo, max, call) => listAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
       route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
     }, call),
+    streamOpenPullRequestItems: (installationId, owner, repo, max, onPage, call) => streamAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
+      route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
+    }, onPage, call),
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
     listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),

@@ -1,5 +1,6 @@
 // Public surface of the forge client (DESIGN 2: the only code that sees forge API shapes).
 export { createForgeClient, MAX_INSTALLATIONS, MAX_INSTALLATION_REPOSITORIES, type ForgeClient, type ForgeClientOptions, type ListResult } from "./client.ts";
+export type { PagePosition, PageSink, StreamOutcome } from "./pagination.ts";
 export { createIdentityProbe, systemClock, type IdentityProbe, type IdentityProbeOptions, type ProbeClock } from "./identity-probe.ts";
 export { classifyForgeError, ForgeError, MAX_RATE_LIMIT_DELAY_MS, type ForgeErrorKind } from "./errors.ts";
 export { type CheckConclusion, type CheckOutput, type CheckTarget, isCheckGone, type ManagedCheck } from "./check-runs.ts";

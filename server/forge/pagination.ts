@@ -64,23 +64,53 @@ function pageOf(url: string): number | null {
   return page !== null && /^[1-9][0-9]{0,8}$/.test(page) ? Number(page) : null;
 }
 
+/** Where a page sits: `pass` 0, or 1 when the list is read once more afresh (below); `page` from 1. */
+export type PagePosition = { readonly pass: number; readonly page: number };
+/**
+ * Told each page's items as soon as the page passed its own checks, before the next page is asked for; a new `pass` starts
+ * the list over (what earlier pages told belongs to a reading that was given up). An error it throws ends the listing and
+ * is thrown to the caller as it is.
+ */
+export type PageSink = (items: readonly unknown[], at: PagePosition) => void | Promise<void>;
+/** A streamed list: whole (`count` items told) or a Gap, like ListOutcome without the items. */
+export type StreamOutcome = ({ complete: true; count: number } | Gap) & { retryAfterMs?: number | null; notList?: true };
+
 /**
  * Lists every page. A page answered 304 is the body kept from an earlier answer, with the Link the 304 carried (or, when it
  * carried none, the kept one): a list that changed since may then look broken while it is not. So a broken promise found
  * after any revalidated page reads the list once more, asking afresh.
  */
 export async function listAll(fetchPage: (params: Record<string, unknown>, call?: CallOptions) => Promise<ForgeResponse>, spec: ListSpec, call?: CallOptions): Promise<ListOutcome> {
-  const first = await readPages(fetchPage, spec, call);
-  if (first.broken && first.revalidated) return (await readPages(fetchPage, spec, { ...call, conditional: false })).outcome;
+  let items: unknown[] = [];
+  let pass = 0;
+  const outcome = await streamAll(fetchPage, spec, (page, at) => {
+    if (at.pass !== pass) {
+      pass = at.pass;
+      items = [];
+    }
+    for (const item of page) items.push(item);
+  }, call);
+  if (!outcome.complete) return outcome;
+  return { complete: true, items };
+}
+
+/**
+ * listAll without holding the list: each page goes to `onPage` and is let go (bounded memory however long the list; only the
+ * items' keys are kept, for duplicate detection). The outcome says whether what was told is the whole list: a Gap means the
+ * pages told so far are a part of it and prove nothing about the rest.
+ */
+export async function streamAll(fetchPage: (params: Record<string, unknown>, call?: CallOptions) => Promise<ForgeResponse>, spec: ListSpec, onPage: PageSink, call?: CallOptions): Promise<StreamOutcome> {
+  const first = await readPages(fetchPage, spec, onPage, 0, call);
+  if (first.broken && first.revalidated) return (await readPages(fetchPage, spec, onPage, 1, { ...call, conditional: false })).outcome;
   return first.outcome;
 }
 
-async function readPages(fetchPage: (params: Record<string, unknown>, call?: CallOptions) => Promise<ForgeResponse>, spec: ListSpec, call?: CallOptions): Promise<{ outcome: ListOutcome; broken: boolean; revalidated: boolean }> {
-  const items: unknown[] = [];
+async function readPages(fetchPage: (params: Record<string, unknown>, call?: CallOptions) => Promise<ForgeResponse>, spec: ListSpec, onPage: PageSink, pass: number, call?: CallOptions): Promise<{ outcome: StreamOutcome; broken: boolean; revalidated: boolean }> {
+  let listed = 0;
   const seen = new Set<unknown>();
   const maxPages = Math.ceil(spec.maxItems / PER_PAGE) + 2;
   let revalidated = false;
-  const done = (outcome: ListOutcome) => ({ outcome, broken: false, revalidated });
+  const done = (outcome: StreamOutcome) => ({ outcome, broken: false, revalidated });
   const broken = (detail: string) => ({ outcome: gap("transient", `${spec.route}: ${detail}`), broken: true, revalidated });
   /** Page 1's rel="last" page number, when it gave one (the forge leaves it out when it cannot compute it). */
   let announcedLast: number | null = null;
@@ -116,11 +146,12 @@ async function readPages(fetchPage: (params: Record<string, unknown>, call?: Cal
       const k = spec.key(item);
       if (seen.has(k)) return broken(`page ${page} repeats an item already listed`);
       seen.add(k);
-      items.push(item);
     }
-    if (items.length > spec.maxItems) return done(gap("over_bound", `${spec.route}: more than ${spec.maxItems} items`));
+    listed += body.length;
+    if (listed > spec.maxItems) return done(gap("over_bound", `${spec.route}: more than ${spec.maxItems} items`));
     const expected = spec.expectedCount ?? announcedCount ?? undefined;
-    if (expected !== undefined && items.length > expected) return broken(`listed more items than the ${expected} the forge reported`);
+    if (expected !== undefined && listed > expected) return broken(`listed more items than the ${expected} the forge reported`);
+    if (body.length > 0) await onPage(body, { pass, page });
     if (links.next) {
       if (body.length < PER_PAGE) return broken(`page ${page} has ${body.length} items but links to a next page`);
       if (links.nextPage !== null && links.nextPage !== page + 1) return broken(`page ${page} links to page ${links.nextPage} as the next one`);
@@ -131,12 +162,12 @@ async function readPages(fetchPage: (params: Record<string, unknown>, call?: Cal
     if (announcedLast !== null && page < announcedLast) return broken(`the list ends at page ${page}, before the last page ${announcedLast} that page 1 announced`);
     // A full page without a next link may hide a dropped link (or a Link kept from an older answer) unless a count proves the
     // total: look one page further, which must then be empty or go on.
-    if (body.length === PER_PAGE && (expected === undefined || items.length < expected)) {
+    if (body.length === PER_PAGE && (expected === undefined || listed < expected)) {
       linked = false;
       continue;
     }
-    if (expected !== undefined && items.length !== expected) return broken(`listed ${items.length} items; the forge reported ${expected}`);
-    return done({ complete: true, items });
+    if (expected !== undefined && listed !== expected) return broken(`listed ${listed} items; the forge reported ${expected}`);
+    return done({ complete: true, count: listed });
   }
   return done(gap("over_bound", `${spec.route}: more than ${maxPages} pages`));
 }

@@ -1,11 +1,11 @@
-import type { ForgeClient, ListResult, ProbeClock } from "../forge/index.ts";
+import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
   acquireElectionLease, type ElectionLease, pruneDeliveryBatch, prunePublishedBatch, queueMissingWork, readEvaluations, renewElectionLease, type RepositoryRef,
   type SeenEvaluation, type Store,
 } from "../store/index.ts";
 import { dueReason } from "./sweep.ts";
-import { type RejectionReason, type Validated, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
+import { type OpenPullItem, type RejectionReason, type Validated, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
 /**
  * One reconciliation attempt (spec "Reconciliation attempt"):
@@ -30,10 +30,13 @@ import { type RejectionReason, type Validated, validateInstallations, validateOp
 export type AttemptResult = "success" | "partial" | "failure" | "unelected";
 
 /** Only the listings the reconciler needs, so tests can hand it a fake forge. */
-export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "listOpenPullRequestItems">;
+export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "streamOpenPullRequestItems">;
 
-/** Open pull requests listed per repository by the reconciler (its own bound; one page is 100 items). */
-export const MAX_RECONCILE_PULL_REQUESTS = 10_000;
+/**
+ * Open pull requests listed per installation by the reconciler (DESIGN 3.6, 3.9; one page is 100 items): a repository is
+ * listed up to what the installation's earlier repositories left, and over it the repository is not covered (partial).
+ */
+export const MAX_RECONCILE_PULL_REQUESTS = 100_000;
 /** Pull requests queued per transaction (each transaction renews the lease; keeps the lease row lock and each transaction short). */
 export const RECONCILE_QUEUE_BATCH = 200;
 
@@ -66,6 +69,18 @@ export type AttemptReport = {
   readonly queued: number;
   readonly pruned: number;
 };
+
+/** What stops one repository's listing and marks the attempt partial (a fixed code; `fields` never carry forge values). */
+class PageProblem extends Error {
+  constructor(readonly code: string, readonly fields: Record<string, unknown>) {
+    super(code);
+  }
+}
+
+/** A listing's ID: the index (DESIGN 3.9) tells one complete listing's rows from an earlier one's by it. */
+function newListingId(): string {
+  return crypto.randomUUID();
+}
 
 class Stop extends Error {
   constructor(readonly code: "lease_lost" | "shutdown") {
@@ -119,6 +134,95 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     if (!held) throw new Stop("lease_lost");
   };
 
+  /**
+   * One repository's open pull requests, streamed page by page (DESIGN 3.9: bounded memory, never the whole listing held):
+   * each page is validated whole, then its pull requests' recorded evaluations are read and those that may have changed are
+   * queued, before the next page is asked for. A listing read once more afresh (pagination.ts, a new pass) is a new listing.
+   * Returns how many open pull requests were listed (counted against the installation's bound even when the listing broke).
+   * A gap, a rejected page or a database error marks the attempt partial; a lost lease or a shutdown is thrown (Stop).
+   */
+  const scanRepository = async (ref: RepositoryRef, max: number): Promise<number> => {
+    const where = { installation: ref.installationId, repository: ref.repositoryId };
+    let listing = newListingId();
+    let pass = 0;
+    let listed = 0;
+    let queued = 0;
+    let kept = 0;
+    let outcome: StreamOutcome;
+    try {
+      outcome = await forge.streamOpenPullRequestItems(ref.installationId, ref.owner, ref.name, max, async (raw, at) => {
+        interrupted();
+        if (at.pass !== pass) {
+          // The pages told so far belong to a reading that was given up: the list is told again from its first page.
+          pass = at.pass;
+          listing = newListingId();
+          listed = 0;
+        }
+        const page = validateOpenPullRequests(raw);
+        if (page.kind === "rejected") throw new PageProblem(page.reason, {});
+        listed += page.items.length;
+        const done = await scanPage(ref, listing, page.items);
+        queued += done.queued;
+        kept += done.kept;
+      }, call);
+    } catch (error) {
+      if (!(error instanceof PageProblem)) throw error;
+      problem(error.code, { ...where, ...error.fields });
+      return listed;
+    } finally {
+      counts.pullRequests += listed;
+      if (queued > 0) {
+        counts.queued += queued;
+        log.info({ ...where, queued, kept }, "reconciliation queued missing work");
+      }
+    }
+    interrupted();
+    if (!outcome.complete) {
+      // A gap: over the bound, a failed request, a page that is not the list or breaks its list's promises.
+      if (outcome.notList) problem("pull_requests_not_list", where);
+      else problem("pull_requests_unavailable", { ...where, cause: outcome.cause });
+      return listed;
+    }
+    // ─── h8's open-pull-request index (DESIGN 3.9), wired by the lead at merge ───────────────────────────────────────────
+    // A complete listing replaces the repository's index rows: what every page of `listing` upserted stays, the rest goes.
+    //   await store.execute(() => indexListingComplete(ref.repositoryId, listing));
+    // A database error there is reported like a queueing one: problem("queue_failed", { ...where, code: errorCode(error) }).
+    // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+    return listed;
+  };
+
+  /** One validated page: its recorded evaluations, then its due pull requests queued (and, at merge, its index rows). */
+  const scanPage = async (ref: RepositoryRef, listing: string, items: readonly OpenPullItem[]): Promise<{ queued: number; kept: number }> => {
+    // ─── h8's open-pull-request index (DESIGN 3.9), wired by the lead at merge ───────────────────────────────────────────
+    // Every page of a listing is upserted under the listing's ID before its work is queued:
+    //   await store.execute(() => indexListingPage(ref.repositoryId, listing, items.map((p) => ({ number: p.number, headSha: p.headSha, baseRef: p.baseRef }))));
+    // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+    let seen: Map<number, SeenEvaluation>;
+    try {
+      seen = new Map((await store.execute(() => readEvaluations(ref.repositoryId, items.map((p) => p.number)))).map((row) => [Number(row.pull_number), row]));
+    } catch (error) {
+      throw new PageProblem("queue_failed", { code: errorCode(error) });
+    }
+    const due = items.filter((pull) => dueReason(pull, seen.get(pull.number), ref.repositoryId, now(), settings.fullSweepMs) !== null);
+    counts.unchanged += items.length - due.length;
+    let queued = 0;
+    let kept = 0;
+    for (let start = 0; start < due.length; start += RECONCILE_QUEUE_BATCH) {
+      const batch = due.slice(start, start + RECONCILE_QUEUE_BATCH);
+      let outcome;
+      try {
+        outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: now() }));
+      } catch (error) {
+        throw new PageProblem("queue_failed", { code: errorCode(error) });
+      }
+      if (outcome.kind === "lost") throw new Stop("lease_lost");
+      queued += outcome.queued;
+      kept += outcome.kept;
+      if (outcome.queued > 0) deps.onQueued?.();
+    }
+    return { queued, kept };
+  };
+
   try {
     counts.pruned = await prune(deps, settings, interrupted);
 
@@ -134,6 +238,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       if (installation.suspended) continue;
       await checkpoint();
       counts.installations++;
+      /** Open pull requests listed in this installation so far (MAX_RECONCILE_PULL_REQUESTS bounds their sum). */
+      let listedInInstallation = 0;
       const repositories = accept(await forge.listInstallationRepositories(installation.id, call), validateRepositories, "repositories");
       interrupted();
       if (repositories.kind === "problem") {
@@ -147,43 +253,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         await checkpoint();
         counts.repositories++;
         const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
-        const listedPulls = await forge.listOpenPullRequestItems(installation.id, repository.owner, repository.name, MAX_RECONCILE_PULL_REQUESTS, call);
-        interrupted();
-        const pulls = accept(listedPulls, validateOpenPullRequests, "pull_requests");
-        if (pulls.kind === "problem") {
-          problem(pulls.code, { installation: installation.id, repository: repository.id, ...pulls.fields });
-          continue;
-        }
-        counts.pullRequests += pulls.items.length;
-        let seen: Map<number, SeenEvaluation>;
-        try {
-          seen = new Map((await store.execute(() => readEvaluations(repository.id))).map((row) => [Number(row.pull_number), row]));
-        } catch (error) {
-          problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
-          continue;
-        }
-        const due = pulls.items.filter((pull) => dueReason(pull, seen.get(pull.number), repository.id, now(), settings.fullSweepMs) !== null);
-        counts.unchanged += pulls.items.length - due.length;
-        let queued = 0;
-        let kept = 0;
-        for (let start = 0; start < Math.max(1, due.length); start += RECONCILE_QUEUE_BATCH) {
-          const batch = due.slice(start, start + RECONCILE_QUEUE_BATCH);
-          let outcome;
-          try {
-            outcome = await store.execute(() => queueMissingWork({ lease: settings.lease, repository: ref, pulls: batch, now: now() }));
-          } catch (error) {
-            problem("queue_failed", { installation: installation.id, repository: repository.id, code: errorCode(error) });
-            break;
-          }
-          if (outcome.kind === "lost") throw new Stop("lease_lost");
-          queued += outcome.queued;
-          kept += outcome.kept;
-          if (outcome.queued > 0) deps.onQueued?.();
-        }
-        if (queued > 0) {
-          counts.queued += queued;
-          log.info({ installation: installation.id, repository: repository.id, queued, kept }, "reconciliation queued missing work");
-        }
+        const listed = await scanRepository(ref, MAX_RECONCILE_PULL_REQUESTS - listedInInstallation);
+        listedInInstallation += listed;
       }
     }
   } catch (error) {

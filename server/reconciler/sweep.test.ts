@@ -6,7 +6,7 @@ import type { OpenPullItem } from "./validate.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const listed = (extra: Partial<OpenPullItem> = {}): OpenPullItem => ({ number: 7, headSha: HEAD_A, baseSha: HEAD_B, updatedAtMs: 1_000, ...extra });
+const listed = (extra: Partial<OpenPullItem> = {}): OpenPullItem => ({ number: 7, headSha: HEAD_A, baseSha: HEAD_B, baseRef: "main", updatedAtMs: 1_000, ...extra } as OpenPullItem);
 const seenAt = (evaluatedAtMs: number, extra: Partial<SeenEvaluation> = {}): SeenEvaluation => ({ pull_number: 7, head_sha: HEAD_A, base_sha: HEAD_B, pull_updated_at_ms: 1_000, evaluated_at_ms: evaluatedAtMs, authority_subjects: null, ...extra });
 
 describe("which listed pull requests a scan evaluates again", () => {

@@ -72,9 +72,15 @@ export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { 
       record(`repositories:${installationId}`, options);
       return (script.repositories ?? (() => whole([repositoryItem(10, "web")])))(installationId);
     },
-    async listOpenPullRequestItems(installationId, owner, repo, _max, options) {
+    // The scripted list is told in pages of 100, like the forge's (a gap tells nothing), each awaited before the next.
+    async streamOpenPullRequestItems(installationId, owner, repo, max, onPage, options) {
       record(`pulls:${installationId}:${owner}/${repo}`, options);
-      return (script.pulls ?? (() => whole([pullItem(1, HEAD_A)])))(installationId, owner, repo);
+      const listed = await (script.pulls ?? (() => whole([pullItem(1, HEAD_A)])))(installationId, owner, repo);
+      if (!listed.complete) return listed;
+      if (!Array.isArray(listed.items)) return { complete: false, cause: "transient", detail: "not a list", notList: true };
+      if (listed.items.length > max) return { complete: false, cause: "over_bound", detail: `more than ${max} items` };
+      for (let start = 0, page = 1; start < listed.items.length; start += 100, page++) await onPage(listed.items.slice(start, start + 100), { pass: 0, page });
+      return { complete: true, count: listed.items.length };
     },
   };
 }

@@ -13,12 +13,12 @@ describe("reconciliation input validation (spec \"Reconciliation attempt\")", ()
       kind: "valid", items: [{ id: 10, owner: "acme", name: "web", archived: false }, { id: 11, owner: "acme", name: "old", archived: true }],
     });
     expect(validateOpenPullRequests([pullItem(1, HEAD_A), pullItem(2, HEAD_B)])).toEqual({
-      kind: "valid", items: [{ number: 1, headSha: HEAD_A, baseSha: null, updatedAtMs: null }, { number: 2, headSha: HEAD_B, baseSha: null, updatedAtMs: null }],
+      kind: "valid", items: [{ number: 1, headSha: HEAD_A, baseSha: null, baseRef: null, updatedAtMs: null }, { number: 2, headSha: HEAD_B, baseSha: null, baseRef: null, updatedAtMs: null }],
     });
     expect(validateInstallations([])).toEqual({ kind: "valid", items: [] });
   });
 
-  test("an open pull request's base commit and updated_at are read; missing or malformed ones are null (changed), never a rejection", () => {
+  test("an open pull request's base commit, base branch and updated_at are read; missing or malformed ones are null (changed), never a rejection", () => {
     const base = { ref: "main", sha: HEAD_B };
     expect(validateOpenPullRequests([
       pullItem(1, HEAD_A, { base, updated_at: "2026-11-22T20:00:05Z" }),
@@ -27,10 +27,10 @@ describe("reconciliation input validation (spec \"Reconciliation attempt\")", ()
       pullItem(4, HEAD_A, { base, updated_at: "2026-11-22T21:00:05+01" }),
     ])).toEqual({
       kind: "valid", items: [
-        { number: 1, headSha: HEAD_A, baseSha: HEAD_B, updatedAtMs: Date.UTC(2026, 10, 22, 20, 0, 5) },
-        { number: 2, headSha: HEAD_A, baseSha: null, updatedAtMs: null },
-        { number: 3, headSha: HEAD_A, baseSha: null, updatedAtMs: null },
-        { number: 4, headSha: HEAD_A, baseSha: HEAD_B, updatedAtMs: null },
+        { number: 1, headSha: HEAD_A, baseSha: HEAD_B, baseRef: "main", updatedAtMs: Date.UTC(2026, 10, 22, 20, 0, 5) },
+        { number: 2, headSha: HEAD_A, baseSha: null, baseRef: "main", updatedAtMs: null },
+        { number: 3, headSha: HEAD_A, baseSha: null, baseRef: null, updatedAtMs: null },
+        { number: 4, headSha: HEAD_A, baseSha: HEAD_B, baseRef: "main", updatedAtMs: null },
       ],
     });
   });

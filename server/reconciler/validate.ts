@@ -5,7 +5,10 @@ import { isZonedTimestamp, zonedTimestampMs } from "../forge/validate.ts";
  * integers (booleans, strings, null, zero and negatives rejected); `suspended_at` is null or a timezone-aware ISO 8601
  * timestamp; `archived` is a JSON boolean; every open pull request has an object `head` with a full lowercase hexadecimal
  * commit ID of 40 or 64 characters. A response that is not the expected list, or has a non-object item, is rejected before
- * any field is looked at. Each list is validated whole before any of its items is acted on: one bad item rejects the list.
+ * any field is looked at. Each list is validated whole before any of its items is acted on: one bad item rejects the list;
+ * a repository's open pull requests are streamed (DESIGN 3.9), so there each page is validated whole before any of its items
+ * is acted on, and a bad item stops the listing (what earlier pages queued stays: a queued evaluation reads its pull request
+ * itself).
  * An open pull request's base commit (`base.sha`) and `updated_at` only say whether it changed since its last evaluation:
  * when either is missing or malformed it is null, and the pull request counts as changed (evaluated again).
  *
@@ -34,7 +37,8 @@ export type Validated<T> = { readonly kind: "valid"; readonly items: readonly T[
 
 export type InstallationItem = { readonly id: number; readonly suspended: boolean };
 export type RepositoryItem = { readonly id: number; readonly owner: string; readonly name: string; readonly archived: boolean };
-export type OpenPullItem = { readonly number: number; readonly headSha: string; readonly baseSha: string | null; readonly updatedAtMs: number | null };
+/** `baseRef`: the base branch's name for the open-pull-request index (DESIGN 3.9); null when missing or not a non-empty string. */
+export type OpenPullItem = { readonly number: number; readonly headSha: string; readonly baseSha: string | null; readonly baseRef: string | null; readonly updatedAtMs: number | null };
 
 export { isZonedTimestamp };
 
@@ -100,6 +104,7 @@ export function validateOpenPullRequests(items: unknown): Validated<OpenPullItem
     if (!isObject(item.head)) return "pull_request_head_invalid";
     if (!isCommitId(item.head.sha)) return "pull_request_head_sha_invalid";
     const baseSha = isObject(item.base) && isCommitId(item.base.sha) ? item.base.sha : null;
-    return { number: item.number, headSha: item.head.sha, baseSha, updatedAtMs: zonedTimestampMs(item.updated_at) };
+    const baseRef = isObject(item.base) && typeof item.base.ref === "string" && item.base.ref !== "" ? item.base.ref : null;
+    return { number: item.number, headSha: item.head.sha, baseSha, baseRef, updatedAtMs: zonedTimestampMs(item.updated_at) };
   });
 }

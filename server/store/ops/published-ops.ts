@@ -57,13 +57,19 @@ export function* recordEvaluation(input: {
   );
 }
 
-/** Every recorded evaluation of a repository's pull requests (a read: no row lock). */
-export function* readEvaluations(repositoryId: number): Op<SeenEvaluation[]> {
-  return yield* all<SeenEvaluation>(
-    "select pull_number, head_sha, base_sha, pull_updated_at_ms, evaluated_at_ms, authority_subjects from pull_evaluations where repository_id = $1",
-    repositoryId,
-  );
+/**
+ * The recorded evaluations of a repository's pull requests (a read: no row lock): every one, or only those of `numbers` (at
+ * most READ_EVALUATIONS_MAX of them; the reconciler reads one listing page's at a time, DESIGN 3.9).
+ */
+export function* readEvaluations(repositoryId: number, numbers?: readonly number[]): Op<SeenEvaluation[]> {
+  const columns = "select pull_number, head_sha, base_sha, pull_updated_at_ms, evaluated_at_ms, authority_subjects from pull_evaluations where repository_id = $1";
+  if (numbers === undefined) return yield* all<SeenEvaluation>(columns, repositoryId);
+  if (numbers.length === 0) return [];
+  if (numbers.length > READ_EVALUATIONS_MAX) throw new RangeError(`readEvaluations: more than ${READ_EVALUATIONS_MAX} pull requests`);
+  return yield* all<SeenEvaluation>(`${columns} and pull_number in (${numbers.map((_, i) => `$${i + 2}`).join(", ")})`, repositoryId, ...numbers);
 }
+/** Pull requests one readEvaluations may name (one statement's parameters stay few on both backends). */
+export const READ_EVALUATIONS_MAX = 500;
 
 /**
  * Where the next page of readPossibleSuccesses starts: the recorded evaluations after a pull request number, then the
