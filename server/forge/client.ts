@@ -17,6 +17,28 @@ export const MAX_INSTALLATIONS = 10_000;
 /** Repositories listed per installation. */
 export const MAX_INSTALLATION_REPOSITORIES = 10_000;
 
+/** Only what the reconciler and the open-pull-request index read of a listed pull request (the rest of it is not kept). */
+const PULL_FIELDS = ["number", "state", "updated_at"] as const;
+const BRANCH_FIELDS = ["sha", "ref"] as const;
+function pick(value: unknown, fields: readonly string[]): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value; // left as it is: validation rejects it
+  return Object.fromEntries(fields.filter((f) => f in value).map((f) => [f, (value as Json)[f]]));
+}
+/**
+ * The reconciler's pull-request pages as they are returned and kept (transport.ts `keptAs`): a page of the forge's pull
+ * requests is about a megabyte, of which these fields are a few kilobytes, so 100,000 open pull requests' pages stay
+ * revalidatable. Anything that is not an object is left as it is, so a malformed page is rejected the same either way.
+ */
+export const RECONCILER_PULLS = {
+  name: "reconciler",
+  project: (data: unknown): unknown => !Array.isArray(data) ? data : data.map((item) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) return item;
+    const kept = pick(item, PULL_FIELDS) as Json;
+    for (const side of ["head", "base"] as const) if (side in item) kept[side] = pick((item as Json)[side], BRANCH_FIELDS);
+    return kept;
+  }),
+} as const;
+
 export interface ForgeClientOptions {
   apiUrl: string;
   appId: number;
@@ -84,7 +106,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     }, call),
     streamOpenPullRequestItems: (installationId, owner, repo, max, onPage, call) => streamAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
       route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
-    }, onPage, call),
+    }, onPage, { ...call, keptAs: RECONCILER_PULLS }),
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
     listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),

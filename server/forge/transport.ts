@@ -82,6 +82,13 @@ export interface CallOptions {
   conditional?: false;
   /** Webhook-driven work is "interactive" (the default); reconciler scans and fan-out work are "background" (governor.ts). */
   priority?: Priority;
+  /**
+   * The form a 200's JSON body is returned in and kept in for conditional requests (a 304 then gives the same form): a long
+   * listing keeps only the fields its reader looks at, so all its pages stay revalidatable in CONDITIONAL_CACHE_BYTES (the
+   * reconciler's pull-request pages: a whole page of the forge's pull requests is about a megabyte). `name` keeps these
+   * entries apart from the whole bodies other readers of the route keep.
+   */
+  keptAs?: { readonly name: string; readonly project: (data: unknown) => unknown };
 }
 
 export interface ForgeResponse {
@@ -229,7 +236,7 @@ export function createTransport(options: TransportOptions): Transport {
       throw fail(error, route, call);
     }
     if (call?.counter) call.counter.requests += 1;
-    const key = route.startsWith("GET ") && !NOT_KEPT_ROUTES.has(route) ? conditionalKey(scope, route, params) : null;
+    const key = route.startsWith("GET ") && !NOT_KEPT_ROUTES.has(route) ? conditionalKey(scope, route, params) + (call?.keptAs ? ` as ${call.keptAs.name}` : "") : null;
     const kept = key && call?.conditional !== false ? conditional.get(key) : undefined;
     const headers = { ...(params.headers as Record<string, string> | undefined), ...(kept ? { "if-none-match": kept.etag } : {}) };
     // 304: the kept body is still current (it spent no rate limit). Its Link is the one the 304 carries, when it carries one
@@ -243,8 +250,10 @@ export function createTransport(options: TransportOptions): Transport {
     };
     let answer: Answer | null = null;
     try {
-      const result = await exchange(params, headers, call?.signal);
+      let result = await exchange(params, headers, call?.signal);
       answer = result;
+      const projected = call?.keptAs && result.status === 200 && typeof result.data === "object" && result.data !== null;
+      if (projected) result = { ...result, data: call.keptAs!.project(result.data) };
       if (result.status === 304) {
         if (kept && key) return revalidated(kept, key, result.headers);
         // A conditional request the caller made itself (its own If-None-Match) gets the 304 back: the caller knows what it holds.
@@ -258,7 +267,7 @@ export function createTransport(options: TransportOptions): Transport {
       // Only parsed JSON is kept: a truncated body arrives as a string and must never be revalidated into use.
       if (key && typeof etag === "string" && result.status === 200 && typeof result.data === "object" && result.data !== null) {
         const length = Number(result.headers["content-length"]);
-        keep(key, { etag, response: result, bytes: Number.isSafeInteger(length) && length > 0 ? length : JSON.stringify(result.data, (_k, v) => (typeof v === "bigint" ? String(v) : v)).length });
+        keep(key, { etag, response: result, bytes: !projected && Number.isSafeInteger(length) && length > 0 ? length : JSON.stringify(result.data, (_k, v) => (typeof v === "bigint" ? String(v) : v)).length });
       }
       return result;
     } catch (error) {

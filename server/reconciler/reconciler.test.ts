@@ -5,7 +5,7 @@ import {
   acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, readEvaluations, recordEvaluation, releaseElectionLease, renewElectionLease, run,
   type Store,
 } from "../store/index.ts";
-import { RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
+import { MAX_RECONCILE_PULL_REQUESTS, RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
 import { latestSlotMs, sweepOffsetMs } from "./sweep.ts";
 import {
@@ -499,6 +499,62 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", queued: pulls.length });
     expect(woken).toBe(Math.ceil(pulls.length / 100));
     expect(await store.execute(() => all("select id from jobs where kind = 'evaluation'"))).toHaveLength(pulls.length);
+  });
+
+  test("a repository's listing is streamed: each page's work is queued before the next page is asked for", async () => {
+    const store = await setup();
+    const head = (n: number) => n.toString(16).padStart(40, "0");
+    const queuedWhenAsked: number[] = [];
+    const forge: ReconcileForge = {
+      ...scriptedForge({}),
+      async streamOpenPullRequestItems(_installationId, _owner, _repo, _max, onPage) {
+        for (let page = 1; page <= 3; page++) {
+          queuedWhenAsked.push((await store.execute(() => all("select id from jobs where kind = 'evaluation'"))).length);
+          await onPage(Array.from({ length: 100 }, (_, i) => pullItem((page - 1) * 100 + i + 1, head((page - 1) * 100 + i + 1))), { pass: 0, page });
+        }
+        return { complete: true, count: 300 };
+      },
+    };
+    const t = make(store, forge);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 300, queued: 300 });
+    expect(queuedWhenAsked).toEqual([0, 100, 200]);
+  });
+
+  test("open pull requests are bounded per installation: a repository is listed up to what the earlier ones left, and over it the scan is partial", async () => {
+    const store = await setup();
+    const maxes: Record<string, number> = {};
+    const head = (n: number) => n.toString(16).padStart(40, "0");
+    const forge: ReconcileForge = {
+      ...scriptedForge({ repositories: () => whole([repositoryItem(10, "big"), repositoryItem(11, "next")]) }),
+      async streamOpenPullRequestItems(_installationId, _owner, repo, max, onPage) {
+        maxes[repo] = max;
+        if (repo === "next") return { complete: false, cause: "over_bound", detail: `more than ${max} items` };
+        for (let page = 1; page <= 2; page++) await onPage(Array.from({ length: 100 }, (_, i) => pullItem((page - 1) * 100 + i + 1, head((page - 1) * 100 + i + 1))), { pass: 0, page });
+        return { complete: true, count: 200 };
+      },
+    };
+    const t = make(store, forge);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["pull_requests_unavailable"], pullRequests: 200, queued: 200 });
+    expect(MAX_RECONCILE_PULL_REQUESTS).toBe(100_000);
+    expect(maxes).toEqual({ big: MAX_RECONCILE_PULL_REQUESTS, next: MAX_RECONCILE_PULL_REQUESTS - 200 });
+    expect(t.text()).toContain('"cause":"over_bound"');
+  });
+
+  test("a page that breaks the list's promises after earlier pages stops the repository's listing: the attempt is partial, and what was queued stays", async () => {
+    const store = await setup();
+    const head = (n: number) => n.toString(16).padStart(40, "0");
+    const forge: ReconcileForge = {
+      ...scriptedForge({}),
+      async streamOpenPullRequestItems(_installationId, _owner, _repo, _max, onPage) {
+        await onPage(Array.from({ length: 100 }, (_, i) => pullItem(i + 1, head(i + 1))), { pass: 0, page: 1 });
+        await onPage([pullItem(101, head(101)), { number: 102, head: { sha: "not-a-sha" } }], { pass: 0, page: 2 });
+        return { complete: true, count: 102 };
+      },
+    };
+    const t = make(store, forge);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "partial", problems: ["pull_request_head_sha_invalid"], queued: 100 });
+    // The rejected page is acted on not at all: only page 1's pull requests have work.
+    expect((await jobs(store)).filter((r) => r.kind === "evaluation").map((r) => r.pull_number)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
   });
 
   test("pruning removes exactly the delivery IDs older than the retention", async () => {
