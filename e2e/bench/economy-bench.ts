@@ -11,6 +11,10 @@
  * - one membership event with those pull requests open: the docs team gains an active member; only the pull requests whose
  *   owner sets name @acme/docs (the scenario's own; the bulk ones change src/ only) can be affected.
  * - the largest N the default settings sustain within 2,500 counted requests an hour, computed from the figures above.
+ * - one repository (issue 26 item 5): a steady scan with N = 10 (baseline) and N = 10,000 open pull requests in acme/web, every
+ *   one already evaluated (its evaluation recorded in the store as the listing shows it, instead of 10,000 evaluations first),
+ *   the governor at its default budgets: the listing requests of one interval scan (target <= ceil(N/100) + 3), how long the
+ *   scan took against its interval, and the service's RSS while the scans run (VmRSS every 50 ms; target < 200 MiB).
  * A 304 answer to a conditional request spends no primary rate limit on the forge: `total` counts every answer, `counted` all but
  * 304s (`not_modified`). Quiet = the service's queue is empty and the simulator answered nothing for QUIET_MS.
  *
@@ -18,9 +22,11 @@
  *   ECONOMY_BENCH_BINARIES=old=/tmp/old/service,new=dist/service bash scripts/bench.sh economy
  *     each build runs the same steps in the same run, side by side (BENCH_SERVICE_COMMAND, when set, replaces dist/service)
  *   ECONOMY_BENCH_SIZES=50,200 (default 50,200,1000)
+ *   ECONOMY_BENCH_CASES=one_repository   only the one-repository case (a few minutes instead of the whole run)
+ *   ECONOMY_BENCH_ONE_REPOSITORY_SIZES=10,10000 (the default)
  * Needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster); without it each service gets a SQLite file.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULTS } from "../../server/config/index.ts";
@@ -30,6 +36,7 @@ import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } f
 import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { BINARY, ensureBinary, type RunningBinary, runBinary, startBinary } from "../support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "../support/databases.ts";
+import { openStore, recordEvaluation } from "../../server/store/index.ts";
 import { UNPACED_FORGE } from "./unpaced-forge.ts";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef-xyz";
@@ -318,7 +325,111 @@ function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
   };
 }
 
+const ONE_REPOSITORY_SIZES = (process.env.ECONOMY_BENCH_ONE_REPOSITORY_SIZES ?? "10,10000").split(",").map(Number);
+const ONE_REPOSITORY_INTERVAL_SECONDS = 60;
+const RSS_TARGET_MIB = 200;
+const CASES = process.env.ECONOMY_BENCH_CASES?.split(",") ?? null;
+
+function rssKiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
+  return Number(line?.match(/(\d+)/)?.[1] ?? 0);
+}
+
+/**
+ * A steady scan of one repository with `n` open pull requests, all of them already evaluated: their evaluations are recorded
+ * in the store as the listing shows them (head, base commit, updated_at, evaluated now), which is what a service that
+ * evaluated them leaves; the rolling sweep's period is the longest (168 h) so the interval holds next to none of its share.
+ * The governor keeps its default budgets. The startup scan reads every page afresh; the next interval scan is measured.
+ */
+async function oneRepositoryScan(binary: string, n: number) {
+  const h = await harness(binary, ONE_REPOSITORY_INTERVAL_SECONDS);
+  let service: RunningBinary | null = null;
+  let sampler: ReturnType<typeof setInterval> | null = null;
+  try {
+    const repo = h.sim.control.mustRepo("acme", "web");
+    const open = () => [...repo.pulls.values()].filter((p) => p.state === "open");
+    addOpenPullRequests(h.sim, { owner: "acme", repo: "web", count: n - open().length, files: (number) => ({ [`src/bulk/${number}.ts`]: `export const n = ${number};\n` }) });
+    const store = openStore(h.database.target);
+    try {
+      const pulls = open();
+      for (let start = 0; start < pulls.length; start += 1000) {
+        await store.execute(function* () {
+          for (const p of pulls.slice(start, start + 1000)) {
+            yield* recordEvaluation({
+              installationId: h.scenario.installationId, repositoryId: repo.id, pullNumber: p.number, headSha: p.headSha, baseSha: p.baseSha,
+              updatedAtMs: Date.parse(p.updatedAt), evaluationGeneration: 1, authoritySubjects: null, now: Date.now(),
+            });
+          }
+        });
+      }
+    } finally {
+      await store.close();
+    }
+    service = serving(h, await startBinary({ ...h.env, SERVICE_RECONCILE_FULL_SWEEP_HOURS: "168" }, { binary }));
+    const pid = service.process.pid;
+    const idleKiB = rssKiB(pid);
+    let peakKiB = idleKiB;
+    sampler = setInterval(() => {
+      try {
+        peakKiB = Math.max(peakKiB, rssKiB(pid));
+      } catch {}
+    }, 50);
+    await settle(h.sim, service, async () => (await metric(service!, "service_reconciliations_total")) >= 1);
+    const installations = () => Object.values(h.sim.counter.snapshot().routes[INSTALLATIONS] ?? {}).reduce((a, b) => a + b, 0);
+    const seen = installations();
+    let scanStarted = 0;
+    let scanEnded = 0;
+    const scan = await measure(h.sim, service, async () => {
+      while (installations() === seen) await Bun.sleep(20);
+      scanStarted = performance.now();
+      while ((await metric(service!, "service_reconciliations_total")) < 2) await Bun.sleep(20);
+      scanEnded = performance.now();
+    });
+    const succeeded = await metric(service, 'service_reconciliations_total{result="success"}');
+    clearInterval(sampler);
+    sampler = null;
+    peakKiB = Math.max(peakKiB, rssKiB(pid));
+    const listing = countedOn(scan, LISTING_ROUTES, true);
+    const pages = Object.values(scan.routes["GET /repos/{owner}/{repo}/pulls"] ?? {}).reduce((a, b) => a + b, 0);
+    return {
+      open_pull_requests: open().length, interval_seconds: ONE_REPOSITORY_INTERVAL_SECONDS,
+      scan_seconds: +((scanEnded - scanStarted) / 1000).toFixed(2),
+      listing_requests: listing, listing_target: Math.ceil(n / 100) + 3, pull_request_pages: pages,
+      listing_not_modified: countedOn(scan, LISTING_ROUTES, true) - countedOn(scan, LISTING_ROUTES),
+      evaluations: scan.evaluations, successful_attempts: succeeded,
+      rss_mib: { idle_at_start: +(idleKiB / 1024).toFixed(1), peak_over_both_scans: +(peakKiB / 1024).toFixed(1) },
+      steady_scan: scan,
+    };
+  } finally {
+    if (sampler) clearInterval(sampler);
+    await cleanup(h, service);
+  }
+}
+
 const progress = (message: string) => console.error(`economy-bench: ${message}`);
+if (CASES?.includes("one_repository")) {
+  // Only the one-repository case: each build, every size, in the same run.
+  const oneRepository: Record<string, unknown[]> = {};
+  const targets: Record<string, boolean> = {};
+  for (const binary of binaries) {
+    oneRepository[binary.name] = [];
+    for (const n of ONE_REPOSITORY_SIZES) {
+      progress(`${binary.name}: one repository, steady scan with ${n} open pull requests`);
+      const r = await oneRepositoryScan(binary.path, n);
+      oneRepository[binary.name]!.push(r);
+      targets[`${binary.name}: steady scan at N=${r.open_pull_requests} in one repository: listing requests <= ceil(N/100) + 3 = ${r.listing_target} (${r.listing_requests}, ${r.listing_not_modified} of them 304), in ${r.scan_seconds} s of a ${r.interval_seconds} s interval`] =
+        r.listing_requests <= r.listing_target && r.scan_seconds < r.interval_seconds / 2 && r.successful_attempts >= 2;
+      targets[`${binary.name}: service RSS with N=${r.open_pull_requests} open pull requests and scans in progress < ${RSS_TARGET_MIB} MiB (peak ${r.rss_mib.peak_over_both_scans} MiB)`] = r.rss_mib.peak_over_both_scans < RSS_TARGET_MIB;
+    }
+  }
+  console.log(JSON.stringify({
+    benchmark: "forge request economy, one repository: a steady reconciler scan at N open pull requests (counted by the simulator; PostgreSQL or SQLite)",
+    database: process.env.TEST_POSTGRES_URL ? "postgresql" : "sqlite",
+    measured_by: "listing requests = every answer on GET /app/installations, /installation/repositories and /repos/{owner}/{repo}/pulls during one interval scan; scan_seconds from the scan's first request to its attempt being counted; RSS = VmRSS of the service from /proc/<pid>/status every 50 ms from start through both scans",
+    targets, one_repository: oneRepository,
+  }, null, 2));
+  process.exit(0);
+}
 const results: Record<string, unknown> = {};
 // ECONOMY_BENCH_RESULTS=FILE: no run; the model and the table are computed again from the measurements of a stored run (its JSON).
 const stored = process.env.ECONOMY_BENCH_RESULTS;
