@@ -63,10 +63,9 @@ export interface ForgeClient {
   listInstallations(call?: CallOptions): Promise<ListResult>;
   /** GET /installation/repositories, every page; raw repository items. */
   listInstallationRepositories(installationId: number, call?: CallOptions): Promise<ListResult>;
-  /** GET /repos/{owner}/{repo}/pulls?state=open, every page up to `max`; raw items (the reconciler validates them itself). */
-  listOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, call?: CallOptions): Promise<ListResult>;
   /**
-   * The same list without holding it (the reconciler, DESIGN 3.9): each page's raw items go to `onPage` before the next page is
+   * GET /repos/{owner}/{repo}/pulls?state=open, every page up to `max`, without holding the list (the reconciler, DESIGN 3.9):
+   * each page's items (RECONCILER_PULLS' fields; the reconciler validates them itself) go to `onPage` before the next page is
    * asked for; the outcome says whether the pages told make the whole list.
    */
   streamOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, onPage: PageSink, call?: CallOptions): Promise<StreamOutcome>;
@@ -100,9 +99,6 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     }, call),
     listInstallationRepositories: (installationId, call) => listAll((params, c) => t.installation(installationId, "GET /installation/repositories", params, c), {
       route: "GET /installation/repositories", params: {}, itemsKey: "repositories", countKey: "total_count", maxItems: MAX_INSTALLATION_REPOSITORIES, key: (item) => (item as Json | null)?.id,
-    }, call),
-    listOpenPullRequestItems: (installationId, owner, repo, max, call) => listAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
-      route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
     }, call),
     streamOpenPullRequestItems: (installationId, owner, repo, max, onPage, call) => streamAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
       route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,

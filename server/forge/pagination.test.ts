@@ -53,13 +53,32 @@ interface ListCase {
   counted?: boolean;
 }
 
+/**
+ * The reconciler's streamed listing, gathered as a list: what a new pass tells replaces what the pages before it told. Its
+ * pages are at most one page of the forge's each, and carry only the fields the reconciler reads (RECONCILER_PULLS).
+ */
+async function streamed(client: ForgeClient, repo: string): Promise<Listed<unknown>> {
+  let items: unknown[] = [];
+  let pass = 0;
+  const outcome = await client.streamOpenPullRequestItems(s.installationId, s.org, repo, 10_000, (page, at) => {
+    if (at.pass !== pass) {
+      pass = at.pass;
+      items = [];
+    }
+    expect(page.length).toBeLessThanOrEqual(100);
+    for (const item of page) expect(Object.keys(item as object).sort()).toEqual(["base", "head", "number", "state", "updated_at"]);
+    items.push(...page);
+  });
+  return outcome.complete ? { complete: true, items } : outcome;
+}
+
 const LISTS_READ: ListCase[] = [
   { name: "changed files", path: "/repos/acme/web/pulls/1/files", size: 232, counted: true, read: async (c) => (await evidence(c)).files },
   { name: "reviews", path: "/repos/acme/web/pulls/1/reviews", size: 250, read: async (c) => (await evidence(c)).reviews },
   // Only the pull requests on the head are kept (the scenario's own; the others have heads of their own).
   { name: "open pull requests (shared-head evidence)", path: "/repos/acme/web/pulls", size: 1, read: async (c) => (await evidence(c)).sameHeadPullRequests },
   { name: "open pull requests (fan-out)", path: "/repos/acme/web/pulls", size: 250, read: (c) => c.listOpenPullRequests(s.installationId, s.org, s.repo) },
-  { name: "open pull requests (reconciler)", path: "/repos/acme/web/pulls", size: 250, read: (c) => c.listOpenPullRequestItems(s.installationId, s.org, s.repo, 10_000) },
+  { name: "open pull requests (reconciler, streamed)", path: "/repos/acme/web/pulls", size: 250, read: (c) => streamed(c, s.repo) },
   { name: "installations", path: "/app/installations", size: 250, read: (c) => c.listInstallations() },
   { name: "installation repositories", path: "/installation/repositories", size: 250, counted: true, read: (c) => c.listInstallationRepositories(s.installationId) },
 ];
@@ -107,8 +126,27 @@ describe.each(LISTS_READ)("$name", (list) => {
 });
 
 describe("lists read again with conditional requests", () => {
-  const readLists = (client: ForgeClient) => client.listOpenPullRequestItems(s.installationId, s.org, LISTS, 10_000);
+  const readLists = (client: ForgeClient) => streamed(client, LISTS);
   const pages = () => sim.requests.filter((r) => r.path === `/repos/acme/${LISTS}/pulls`);
+
+  test("the reconciler's pages are kept in their few fields apart from the whole pages other readers of the same list keep", async () => {
+    const client = clientFor(sim, s);
+    const repo = sim.control.mustRepo(s.org, LISTS);
+    const draft = [...repo.pulls.values()].find((p) => p.state === "open")!;
+    draft.draft = true;
+    try {
+      expect(await readLists(client)).toMatchObject({ complete: true, items: { length: 150 } });
+      // Read by the fan-out's reader right after: whole pages (a draft is still a draft), never the reconciler's kept form.
+      const whole = await client.listOpenPullRequests(s.installationId, s.org, LISTS);
+      if (!whole.complete) throw new Error(whole.detail);
+      expect(whole.items.find((p) => p.number === draft.number)?.draft).toBe(true);
+      sim.requests.length = 0;
+      expect(await readLists(client)).toMatchObject({ complete: true, items: { length: 150 } });
+      expect(pages().map((r) => r.status)).toEqual([304, 304]);
+    } finally {
+      draft.draft = false;
+    }
+  });
 
   test("a list that changed behind an unchanged first page (answered 304) is read whole: with the links the 304 carries, or afresh when it carries none", async () => {
     const client = clientFor(sim, s);
