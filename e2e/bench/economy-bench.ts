@@ -12,7 +12,8 @@
  *   owner sets name @acme/docs (the scenario's own; the bulk ones change src/ only) can be affected.
  * - the largest N the default settings sustain within 2,500 counted requests an hour, computed from the figures above.
  * - one repository (issue 26 item 5): a steady scan with N = 10 (baseline) and N = 10,000 open pull requests in acme/web, every
- *   one already evaluated (its evaluation recorded in the store as the listing shows it, instead of 10,000 evaluations first),
+ *   one already evaluated (its evaluation recorded in the store as the listing shows it, instead of 10,000 evaluations first;
+ *   no evaluation runs in the measured interval, so every request on the listing routes is the scan's),
  *   the governor at its default budgets: the listing requests of one interval scan (target <= ceil(N/100) + 3), how long the
  *   scan took against its interval, and the service's RSS while the scans run (VmRSS every 50 ms; target < 200 MiB).
  * A 304 answer to a conditional request spends no primary rate limit on the forge: `total` counts every answer, `counted` all but
@@ -328,6 +329,7 @@ function sustainable(scans: Awaited<ReturnType<typeof steadyScan>>[]) {
 const ONE_REPOSITORY_SIZES = (process.env.ECONOMY_BENCH_ONE_REPOSITORY_SIZES ?? "10,10000").split(",").map(Number);
 const ONE_REPOSITORY_INTERVAL_SECONDS = 60;
 const RSS_TARGET_MIB = 200;
+const EVALUATED_AHEAD_MS = 30 * 60_000;
 const CASES = process.env.ECONOMY_BENCH_CASES?.split(",") ?? null;
 
 function rssKiB(pid: number): number {
@@ -337,8 +339,8 @@ function rssKiB(pid: number): number {
 
 /**
  * A steady scan of one repository with `n` open pull requests, all of them already evaluated: their evaluations are recorded
- * in the store as the listing shows them (head, base commit, updated_at, evaluated now), which is what a service that
- * evaluated them leaves; the rolling sweep's period is the longest (168 h) so the interval holds next to none of its share.
+ * in the store as the listing shows them (head, base commit, updated_at), which is what a service that evaluated them
+ * leaves; the rolling sweep's period is the longest (168 h) and no sweep slot comes round while it is measured (below).
  * The governor keeps its default budgets. The startup scan reads every page afresh; the next interval scan is measured.
  */
 async function oneRepositoryScan(binary: string, n: number) {
@@ -349,6 +351,10 @@ async function oneRepositoryScan(binary: string, n: number) {
     const repo = h.sim.control.mustRepo("acme", "web");
     const open = () => [...repo.pulls.values()].filter((p) => p.state === "open");
     addOpenPullRequests(h.sim, { owner: "acme", repo: "web", count: n - open().length, files: (number) => ({ [`src/bulk/${number}.ts`]: `export const n = ${number};\n` }) });
+    // Recorded as evaluated EVALUATED_AHEAD_MS from now, so no rolling-sweep slot comes round during the measurement: a sweep
+    // evaluation's own shared-head listing asks for the same pages as the scan (until the open-pull-request index replaces
+    // it, issue 26 item 2) and would be counted with the scan's listing requests.
+    const evaluatedAt = Date.now() + EVALUATED_AHEAD_MS;
     const store = openStore(h.database.target);
     try {
       const pulls = open();
@@ -357,7 +363,7 @@ async function oneRepositoryScan(binary: string, n: number) {
           for (const p of pulls.slice(start, start + 1000)) {
             yield* recordEvaluation({
               installationId: h.scenario.installationId, repositoryId: repo.id, pullNumber: p.number, headSha: p.headSha, baseSha: p.baseSha,
-              updatedAtMs: Date.parse(p.updatedAt), evaluationGeneration: 1, authoritySubjects: null, now: Date.now(),
+              updatedAtMs: Date.parse(p.updatedAt), evaluationGeneration: 1, authoritySubjects: null, now: evaluatedAt,
             });
           }
         });
@@ -407,26 +413,33 @@ async function oneRepositoryScan(binary: string, n: number) {
 }
 
 const progress = (message: string) => console.error(`economy-bench: ${message}`);
-if (CASES?.includes("one_repository")) {
-  // Only the one-repository case: each build, every size, in the same run.
-  const oneRepository: Record<string, unknown[]> = {};
+/** The one-repository case for every build, every size, in the same run: its results and its targets. */
+async function oneRepositoryCase() {
+  const results: Record<string, Awaited<ReturnType<typeof oneRepositoryScan>>[]> = {};
   const targets: Record<string, boolean> = {};
   for (const binary of binaries) {
-    oneRepository[binary.name] = [];
+    results[binary.name] = [];
     for (const n of ONE_REPOSITORY_SIZES) {
       progress(`${binary.name}: one repository, steady scan with ${n} open pull requests`);
       const r = await oneRepositoryScan(binary.path, n);
-      oneRepository[binary.name]!.push(r);
+      results[binary.name]!.push(r);
       targets[`${binary.name}: steady scan at N=${r.open_pull_requests} in one repository: listing requests <= ceil(N/100) + 3 = ${r.listing_target} (${r.listing_requests}, ${r.listing_not_modified} of them 304), in ${r.scan_seconds} s of a ${r.interval_seconds} s interval`] =
-        r.listing_requests <= r.listing_target && r.scan_seconds < r.interval_seconds / 2 && r.successful_attempts >= 2;
+        r.listing_requests <= r.listing_target && r.scan_seconds < r.interval_seconds / 2 && r.successful_attempts >= 2 && r.evaluations === 0;
       targets[`${binary.name}: service RSS with N=${r.open_pull_requests} open pull requests and scans in progress < ${RSS_TARGET_MIB} MiB (peak ${r.rss_mib.peak_over_both_scans} MiB)`] = r.rss_mib.peak_over_both_scans < RSS_TARGET_MIB;
     }
   }
+  return {
+    measured_by: "one interval scan, the governor at its default budgets; listing requests = every answer on GET /app/installations, /installation/repositories and /repos/{owner}/{repo}/pulls during it; scan_seconds from its first request to its attempt being counted; RSS = VmRSS of the service from /proc/<pid>/status every 50 ms from start through both scans",
+    targets, results,
+  };
+}
+
+if (CASES?.includes("one_repository")) {
+  const oneRepository = await oneRepositoryCase();
   console.log(JSON.stringify({
     benchmark: "forge request economy, one repository: a steady reconciler scan at N open pull requests (counted by the simulator; PostgreSQL or SQLite)",
     database: process.env.TEST_POSTGRES_URL ? "postgresql" : "sqlite",
-    measured_by: "listing requests = every answer on GET /app/installations, /installation/repositories and /repos/{owner}/{repo}/pulls during one interval scan; scan_seconds from the scan's first request to its attempt being counted; RSS = VmRSS of the service from /proc/<pid>/status every 50 ms from start through both scans",
-    targets, one_repository: oneRepository,
+    ...oneRepository,
   }, null, 2));
   process.exit(0);
 }
@@ -452,6 +465,8 @@ for (const binary of stored ? [] : binaries) {
   }
   results[binary.name] = { binary: binary.path, governor_budgets_lifted: unpaced.get(binary.path) ?? false, ...flows, scans, sustainable: sustainable(scans) };
 }
+
+const oneRepository = stored ? null : await oneRepositoryCase();
 
 type BinaryResult = { pr_50_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; pr_2999_files: { steps: Record<string, Step>; all_steps: { total: number; counted: number } }; scans: Awaited<ReturnType<typeof steadyScan>>[]; sustainable: ReturnType<typeof sustainable> };
 const view = (r: BinaryResult) => ({
@@ -483,6 +498,8 @@ console.log(JSON.stringify({
       s.membership_event.evaluations <= s.membership_event.affected_pull_requests,
     ])),
     [`default settings sustain >= 10,000 open pull requests within ${HOURLY_BUDGET} counted requests an hour (${binaries.at(-1)!.name}: ${last.sustainable.largest_n})`]: last.sustainable.largest_n >= 10_000,
+    ...oneRepository?.targets,
   },
   results,
+  ...(oneRepository ? { one_repository: { measured_by: oneRepository.measured_by, results: oneRepository.results } } : {}),
 }, null, 2));

@@ -19,11 +19,13 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateInstal
  *     ▼
  *   while elected, a background renewal every third of the lease TTL keeps the lease through long forge listings;
  *   for each unsuspended installation: renew the lease, list its repositories, validate them whole; for each non-archived
- *   repository other than the organization policy repository: list its open pull requests, validate them whole, keep those
- *   that may have changed since their last evaluation (sweep.ts: new, another head, base commit or updated_at, or their
- *   full-sweep slot came round), then queue their missing work in transactions that renew the lease. A gap, a rejected list
- *   or a database error marks the attempt partial and the scan goes on with the next repository or installation; a lost
- *   lease or a shutdown marks it partial and stops the scan. Work queued before either stays durable.
+ *   repository other than the organization policy repository: stream its open pull requests page by page (DESIGN 3.9; at
+ *   most MAX_RECONCILE_PULL_REQUESTS in the installation), and for each page: validate it whole, read its pull requests'
+ *   recorded evaluations, keep those that may have changed since (sweep.ts: new, another head, base commit or updated_at,
+ *   or their full-sweep slot came round), queue their missing work in a transaction that renews the lease, then ask for the
+ *   next page. A gap, a rejected page or a database error marks the attempt partial and the scan goes on with the next
+ *   repository or installation; a lost lease or a shutdown marks it partial and stops the scan. Work queued before either
+ *   stays durable (a queued evaluation reads its pull request itself, so work from the pages before a break is sound).
  *     ▼
  *   success only when nothing was marked partial.
  */
@@ -146,6 +148,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     let listing = newListingId();
     let pass = 0;
     let listed = 0;
+    let unchanged = 0;
     let queued = 0;
     let kept = 0;
     let outcome: StreamOutcome;
@@ -157,11 +160,13 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
           pass = at.pass;
           listing = newListingId();
           listed = 0;
+          unchanged = 0;
         }
         const page = validateOpenPullRequests(raw);
         if (page.kind === "rejected") throw new PageProblem(page.reason, {});
         listed += page.items.length;
         const done = await scanPage(ref, listing, page.items);
+        unchanged += done.unchanged;
         queued += done.queued;
         kept += done.kept;
       }, call);
@@ -171,6 +176,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       return listed;
     } finally {
       counts.pullRequests += listed;
+      counts.unchanged += unchanged;
       if (queued > 0) {
         counts.queued += queued;
         log.info({ ...where, queued, kept }, "reconciliation queued missing work");
@@ -192,7 +198,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   };
 
   /** One validated page: its recorded evaluations, then its due pull requests queued (and, at merge, its index rows). */
-  const scanPage = async (ref: RepositoryRef, listing: string, items: readonly OpenPullItem[]): Promise<{ queued: number; kept: number }> => {
+  const scanPage = async (ref: RepositoryRef, listing: string, items: readonly OpenPullItem[]): Promise<{ unchanged: number; queued: number; kept: number }> => {
     // ─── h8's open-pull-request index (DESIGN 3.9), wired by the lead at merge ───────────────────────────────────────────
     // Every page of a listing is upserted under the listing's ID before its work is queued:
     //   await store.execute(() => indexListingPage(ref.repositoryId, listing, items.map((p) => ({ number: p.number, headSha: p.headSha, baseRef: p.baseRef }))));
@@ -204,7 +210,6 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       throw new PageProblem("queue_failed", { code: errorCode(error) });
     }
     const due = items.filter((pull) => dueReason(pull, seen.get(pull.number), ref.repositoryId, now(), settings.fullSweepMs) !== null);
-    counts.unchanged += items.length - due.length;
     let queued = 0;
     let kept = 0;
     for (let start = 0; start < due.length; start += RECONCILE_QUEUE_BATCH) {
@@ -220,7 +225,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       kept += outcome.kept;
       if (outcome.queued > 0) deps.onQueued?.();
     }
-    return { queued, kept };
+    return { unchanged: items.length - due.length, queued, kept };
   };
 
   try {
