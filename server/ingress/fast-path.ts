@@ -2,7 +2,7 @@ import type { ForgeClient } from "../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
 import { markHeadInvalidated, recordLiveHead, type RepositoryRef, type Store } from "../store/index.ts";
-import { createCheck, knownCheck, noCheckCanExist, rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
+import { checkHandle, createCheck, knownCheck, noCheckCanExist, rememberCheck, rememberedCheck, resetCheck } from "./check-memory.ts";
 import type { PullHandoff } from "./pull-handoff.ts";
 
 /**
@@ -25,6 +25,11 @@ export type FastPathInput = {
   readonly sharedGeneration: number;
   /** The pull request's E after this delivery's acceptance; null for a duplicate's retry (its read is not handed on). */
   readonly evaluationGeneration: number | null;
+  /**
+   * The head's remembered check run as the acceptance read it (null: none); absent (a duplicate's retry), it is read here.
+   * The acceptance's statement reads it, so a fast path costs no store round trip before its first forge request.
+   */
+  readonly rememberedCheckRunId?: number | null;
 };
 
 /**
@@ -53,10 +58,12 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   const target = { installationId, owner, repo: name, headSha: input.headSha, repositoryId: input.repository.repositoryId };
   const call = { signal };
   const memory = { store, now: deps.now };
+  const known = input.rememberedCheckRunId;
+  const remembered = known === undefined ? await rememberedCheck(memory, target) : known === null ? null : checkHandle(known, input.headSha);
 
   if (input.pullNumber === null) {
     // A rerequest names only the head: reset an existing check; the invalidation job finds the pull requests on it.
-    const { check, written } = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call);
+    const { check, written } = await resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call, remembered);
     if (written) deps.onReset?.({ pullNumber: null, headSha: input.headSha, created: false });
     return { reset: check !== null, liveHeadQueued: false, settling: false };
   }
@@ -65,7 +72,6 @@ export async function runFastPath(deps: FastPathDeps, input: FastPathInput, sign
   // a few seconds; both settle before it goes on or fails, so nothing is left in flight). With none remembered, the pull
   // request comes first: when the check may be created here, the one listing happens under the guard (a listing before it
   // as well would only repeat it), and otherwise any check the listing finds is reset.
-  const remembered = await rememberedCheck(memory, target);
   const reading = forge.getPullRequest(installationId, owner, name, input.pullNumber, call);
   const [pulled, located] = await Promise.allSettled([reading, remembered === null ? Promise.resolve(null) : resetCheck(forge, memory, target, IN_PROGRESS_OUTPUT, call, remembered)]);
   if (located.status === "fulfilled" && located.value?.written) deps.onReset?.({ pullNumber: input.pullNumber, headSha: input.headSha, created: false });

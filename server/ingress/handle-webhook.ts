@@ -132,7 +132,7 @@ async function accept(
     );
     if (outcome.kind === "accepted") {
       if (deps.fastPath === null) return failure(503, "not_configured");
-      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration }, fastPathEnds, deadline);
+      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration, rememberedCheckRunId: outcome.rememberedCheckRunId }, fastPathEnds, deadline);
       return { status: 202, body: { accepted: true, queued: true } };
     }
     // A retained duplicate: the fast path is retried only while its invalidation is still pending.

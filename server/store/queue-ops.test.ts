@@ -2,8 +2,24 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
-  openStore, readFences, releaseFastPathWork, releaseLeases, renewLease, retryJob, type Store, supersedeAndQueue,
+  openStore, readFences, releaseFastPathWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, type Store, supersedeAndQueue,
 } from "./index.ts";
+import { isBatch, isDialectQuestion, type Op, type Step } from "./op.ts";
+
+/** The steps `op` sends on PostgreSQL, each answered with no rows (what the statements are, not what they find). */
+function postgresSteps(op: Op<unknown>): Step[] {
+  const steps: Step[] = [];
+  let step = op.next();
+  while (!step.done) {
+    const value = step.value;
+    if (isDialectQuestion(value)) step = op.next("postgresql");
+    else {
+      steps.push(value);
+      step = op.next(isBatch(value) ? value.batch.map(() => null) : null);
+    }
+  }
+  return steps;
+}
 
 /** The queue operations contract (spec "Queue rows"; DESIGN 4), one suite on both backends. */
 const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
@@ -95,11 +111,20 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
 
   test("an acceptance answers the head's shared generation and the pull request's evaluation generation (none for a rerequest)", async () => {
     await open();
-    expect(await trigger("d1", 4)).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1 });
-    expect(await trigger("d2", 4)).toEqual({ kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2 });
-    expect(await trigger("d3", 5)).toEqual({ kind: "accepted", sharedGeneration: 3, evaluationGeneration: 1 });
-    expect(await trigger("d4", null)).toEqual({ kind: "accepted", sharedGeneration: 4, evaluationGeneration: null });
+    expect(await trigger("d1", 4)).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1, rememberedCheckRunId: null });
+    expect(await trigger("d2", 4)).toEqual({ kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2, rememberedCheckRunId: null });
+    expect(await trigger("d3", 5)).toEqual({ kind: "accepted", sharedGeneration: 3, evaluationGeneration: 1, rememberedCheckRunId: null });
+    expect(await trigger("d4", null)).toEqual({ kind: "accepted", sharedGeneration: 4, evaluationGeneration: null, rememberedCheckRunId: null });
     expect(await trigger("d1", 4)).toEqual({ kind: "duplicate" });
+  });
+
+  test("an acceptance answers the check run remembered for its head, and none for a head without one", async () => {
+    await open();
+    await trigger("d1", 4);
+    await store.execute(() => rememberHeadCheck({ ...repo, headSha: head, checkRunId: 7001, digest: null, now: 1000 }));
+    expect(await trigger("d2", 4)).toMatchObject({ kind: "accepted", rememberedCheckRunId: 7001 });
+    expect(await trigger("d3", null)).toMatchObject({ kind: "accepted", rememberedCheckRunId: 7001 });
+    expect(await trigger("d4", 5, "4".repeat(40))).toMatchObject({ kind: "accepted", rememberedCheckRunId: null });
   });
 
   test("a delivery merged into pending work keeps that work's earlier run time", async () => {
@@ -252,5 +277,20 @@ describe("postgresql concurrency", () => {
       for (const s of stores) await s.close();
       await database.drop();
     }
+  });
+});
+
+describe("the webhook hot path's operations on PostgreSQL", () => {
+  // A statement sent alone runs on the pipelining statement pool without BEGIN, COMMIT or a reserved connection
+  // (PostgresStore.execute); anything more is a transaction, whose COMMIT goes alone under the answer's deadline.
+  const alone = (steps: Step[]) => steps.length === 1 && isBatch(steps[0]!) && steps[0].last && steps[0].batch.length === 1;
+
+  test("the acceptance of a pull request's delivery is one statement sent alone", () => {
+    expect(alone(postgresSteps(acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 4, headSha: head, now: 1, heldUntil: 5 })))).toBe(true);
+  });
+
+  test("releasing the work of a fast path that did not settle its head is one statement sent alone", () => {
+    expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1300 })))).toBe(true);
+    expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: null, now: 1300 })))).toBe(true);
   });
 });

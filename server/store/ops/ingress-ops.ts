@@ -27,8 +27,14 @@ export type DirectTrigger = RepositoryRef & {
   readonly heldUntil?: number;
 };
 
-/** `evaluationGeneration`: the pull request's E after the acceptance (null for a rerequest, mapped by head alone). */
-export type DirectTriggerOutcome = { readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null } | { readonly kind: "duplicate" };
+/**
+ * `evaluationGeneration`: the pull request's E after the acceptance (null for a rerequest, mapped by head alone).
+ * `rememberedCheckRunId`: the head's remembered check run (head_checks) as the acceptance found it, null when none is: read by
+ * the same statement, so the fast path that follows needs no read of its own (readHeadCheck) before its first forge request.
+ */
+export type DirectTriggerOutcome =
+  | { readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null; readonly rememberedCheckRunId: number | null }
+  | { readonly kind: "duplicate" };
 
 /** A retained duplicate: its stored head, and whether that head's invalidation for its generation is still pending. */
 export type DuplicateDelivery = { readonly headSha: string | null; readonly sharedGeneration: number | null; readonly pullNumber: number | null; readonly invalidationPending: boolean };
@@ -36,25 +42,40 @@ export type DuplicateDelivery = { readonly headSha: string | null; readonly shar
 /**
  * Durable acceptance of a direct trigger: the delivery record, S(head) + 1 with the exact-head invalidation row, E(pull) + 1
  * with the evaluation row, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read it with
- * readDuplicateDelivery).
+ * readDuplicateDelivery). It also answers the head's remembered check run.
+ *
+ * On PostgreSQL this is the webhook hot path and stays one statement sent alone (issue 26 item 8): no BEGIN, no COMMIT, no
+ * reserved connection, one round trip pipelined with the other acceptances'. A write added to the acceptance goes into that
+ * statement as one more data-modifying CTE (acceptInOneStatement), never as a second statement: a second one makes the
+ * operation a transaction on a reserved connection, and with the answer's deadline its COMMIT goes alone (op.ts), two more
+ * round trips and a wait for the transaction pool.
  */
 export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutcome> {
   if ((yield* dialect()) === "postgresql") {
-    // The webhook hot path: one statement and one round trip (profiled, issue 5). The same effect as the steps below.
     const [row] = yield* batch([acceptInOneStatement(input)], { last: true });
     if (row === null) return { kind: "duplicate" };
-    const accepted = row as { shared_generation: number; evaluation_generation: number | null };
-    return { kind: "accepted", sharedGeneration: accepted.shared_generation, evaluationGeneration: accepted.evaluation_generation === null ? null : Number(accepted.evaluation_generation) };
+    const accepted = row as { shared_generation: number; evaluation_generation: number | null; check_run_id: number | null };
+    return {
+      kind: "accepted", sharedGeneration: accepted.shared_generation, evaluationGeneration: accepted.evaluation_generation === null ? null : Number(accepted.evaluation_generation),
+      rememberedCheckRunId: accepted.check_run_id === null ? null : Number(accepted.check_run_id),
+    };
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
-  const [advanced, pulled] = yield* batch([
+  const results = yield* batch([
     ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now, input.heldUntil),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
+    query("one", REMEMBERED_CHECK_SQL, input.repositoryId, input.headSha),
   ], { last: true });
+  const [advanced, pulled] = results;
+  const remembered = results.at(-1);
   // advanceHeadAndQueue's second statement advances the pull request's E when there is one.
   const evaluationGeneration = input.pullNumber === null ? null : (pulled as { evaluation_generation: number }).evaluation_generation;
-  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration };
+  const checkRunId = (remembered as { check_run_id: number } | null)?.check_run_id;
+  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration, rememberedCheckRunId: checkRunId === undefined ? null : Number(checkRunId) };
 }
+
+/** The head's remembered check run ($1 repository, $2 head), as readHeadCheck reads it. */
+const REMEMBERED_CHECK_SQL = "select check_run_id from head_checks where repository_id = $1 and head_sha = $2";
 
 /**
  * acceptDirectTrigger on PostgreSQL, as data-modifying CTEs: every write hangs off `head`, which exists only when the delivery
@@ -65,7 +86,9 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
  * PostgreSQL runs the parts of one statement in no documented order, so each part reads the one before it in the store's
  * lock order (store.ts): the pull request's row is written from `head`'s output, the invalidation row only after `pull`
  * exists, the evaluation row only after `invalidation`, and the delivery row only after both work rows. It answers the new S
- * and E (null E for a rerequest).
+ * and E (null E for a rerequest), and the head's remembered check run as the statement's snapshot holds it (a reader: it locks
+ * nothing). A write joining the acceptance (a pull request's index row) is one more CTE here, hanging off the one it must follow
+ * in the lock order, with its condition in `delivery`'s where when the acceptance must not happen without it.
  */
 function acceptInOneStatement(input: DirectTrigger): Query {
   return query(
@@ -102,7 +125,9 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
         returning shared_generation
       )
-      select shared_generation, (select evaluation_generation from pull) as evaluation_generation from delivery`,
+      select shared_generation, (select evaluation_generation from pull) as evaluation_generation,
+        (select check_run_id from head_checks where repository_id = $2::bigint and head_sha = $5::text) as check_run_id
+      from delivery`,
     input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
     input.heldUntil ?? input.now,
   );
@@ -172,6 +197,15 @@ function releaseEvaluation(repositoryId: number, pullNumber: number, now: number
  * earlier keep their run time.
  */
 export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly now: number }): Op<void> {
+  if ((yield* dialect()) === "postgresql") {
+    // One statement sent alone (every delivery whose fast path fails runs this: issue 26 item 8), no transaction to reserve a
+    // connection for, begin and commit. The evaluation's update waits for the invalidation's (the store's lock order).
+    yield* batch([input.pullNumber === null
+      ? query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), input.repositoryId, input.now, input.headSha)
+      : query("run", `with invalidation as (${releaseHeldSql("head_invalidation", "$1", "$2", "$3")} returning 1)
+          ${releaseHeldSql("evaluation", "$1", "$2", "$4")} and (select count(*) from invalidation) >= 0`, input.repositoryId, input.now, input.headSha, input.pullNumber)], { last: true });
+    return;
+  }
   // The store's lock order (store.ts): the head's invalidation row before the pull request's evaluation row.
   yield* batch([
     query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), input.repositoryId, input.now, input.headSha),
