@@ -1,11 +1,12 @@
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, releaseFastPathWork, type Store, StoreError } from "../store/index.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
 import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER, WEBHOOK_ANSWER_DEADLINE_MS } from "./limits.ts";
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
+import { releaseBatcherFor } from "./release-batcher.ts";
 import { verifySignature } from "./verify-signature.ts";
 
 /**
@@ -176,9 +177,9 @@ async function attemptFastPath(deps: WebhookDeps, input: FastPathInput, endsAt: 
   }
   // A fast path that settled its head released its evaluation as it did (markHeadInvalidated).
   if (result?.settling) return result;
-  const release = { repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber, now: deps.now() };
   // Best effort, and only while the answer's deadline allows: without it the rows still run at the time they were held
-  // until, which is when the fast path ended (so with no time left, they are claimable already).
-  if (deadline - performance.now() > 0) await deps.store.execute(() => releaseFastPathWork(release), { deadline }).catch(() => {});
+  // until, which is when the fast path ended (so with no time left, they are claimable already). Sent together with the
+  // releases of other fast paths ending at the same time (release-batcher.ts).
+  await releaseBatcherFor(deps.store, deps.now).release({ repositoryId: input.repository.repositoryId, headSha: input.headSha, pullNumber: input.pullNumber }, deadline);
   return result;
 }

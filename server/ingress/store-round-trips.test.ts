@@ -40,3 +40,28 @@ describe.each(BACKENDS)("store round trips of a delivery on %s", (backend) => {
     expect(await h.count("jobs")).toBe(2);
   });
 });
+
+describe("store round trips of deliveries at once on postgresql", () => {
+  let h: Harness;
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  test("the releases of fast paths that fail at the same time go to the database together, and every delivery's work is released", async () => {
+    h = await ingressHarness("postgresql");
+    const DELIVERIES = 16;
+    let operations = 0;
+    const execute = h.store.execute.bind(h.store);
+    h.store.execute = (op, options) => {
+      operations++;
+      return execute(op, options);
+    };
+    const replies = await Promise.all(Array.from({ length: DELIVERIES }, (_, i) => h.send("pull_request", `d${i}`, pullRequestEvent("synchronize", { number: i + 1, headSha: (i + 1).toString(16).padStart(40, "0") }))));
+    expect(replies.map((r) => r.status)).toEqual(Array(DELIVERIES).fill(202));
+    // One acceptance each, and fewer releases than deliveries.
+    expect(operations).toBeGreaterThan(DELIVERIES);
+    expect(operations).toBeLessThan(2 * DELIVERIES);
+    expect(await h.count("jobs")).toBe(2 * DELIVERIES);
+    expect(await h.count("jobs", `run_at_ms > ${Date.now()}`)).toBe(0);
+  });
+});

@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation,
-  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, rememberHeadCheck,
+  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
 
@@ -43,6 +43,8 @@ function round(store: Store, n: number): Promise<unknown>[] {
     // A fast path ends by settling its head (releasing its evaluation with it), or by releasing its held work.
     store.execute(() => markHeadInvalidated({ repositoryId: repo.repositoryId, headSha: pull.headSha, generation: 1, now, releaseEvaluationOf: pull.number }, { last: true })),
     store.execute(() => releaseFastPathWork({ repositoryId: repo.repositoryId, headSha: pull.headSha, pullNumber: PULLS[(n + 4) % PULLS.length]!.number, now })),
+    // The releases of several fast paths that ended together (ingress's release batcher), in no particular order.
+    store.execute(() => releaseHeldWork(shuffled(PULLS, n + 11).slice(0, 4).map((p) => ({ repositoryId: repo.repositoryId, headSha: p.headSha, pullNumber: p.number })), now)),
     store.execute(() => recordLiveHead({ ...repo, pullNumber: pull.number, headSha: HEADS[(n + 1) % HEADS.length]!, now })),
     store.execute(() => acceptBaseRefPush({ ...repo, deliveryId: `p${n}`, action: null, baseRef: `b${n % 2}`, now })),
     store.execute(() => acceptAuthorityEvent({ deliveryId: `a${n}`, event: "team", action: "edited", installationId: repo.installationId, scope: { kind: "repositories", repositories: [repo] }, now }), { exclusiveGuard: { installationId: repo.installationId, timeoutMs: 5_000 } }),

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
-  openStore, readFences, releaseFastPathWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, type Store, supersedeAndQueue,
+  openStore, readFences, releaseFastPathWork, releaseHeldWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, type Store, supersedeAndQueue,
 } from "./index.ts";
 import { isBatch, isDialectQuestion, type Op, type Step } from "./op.ts";
 
@@ -96,6 +96,30 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     await held("d2", null, 1000, 6000, "5".repeat(40));
     await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: "5".repeat(40), pullNumber: null, now: 1400 }));
     expect(await runAt("head_invalidation", "5".repeat(40))).toEqual([1400]);
+  });
+
+  test("the held work of several fast paths is released at once: each head's invalidation and each pull request's evaluation, rows due earlier kept", async () => {
+    await open();
+    const other = "7".repeat(40);
+    await held("d1", 4, 1000, 6000);
+    await held("d2", 5, 1000, 6000); // the same head, another pull request
+    await held("d3", 6, 1000, 6000, other);
+    await held("d4", 8, 1000, 1100, "8".repeat(40)); // due before the release: kept
+    await held("d5", 9, 1000, 6000, "9".repeat(40)); // not released: still held
+    await store.execute(() => releaseHeldWork([
+      { repositoryId: 300, headSha: other, pullNumber: 6 },
+      { repositoryId: 300, headSha: head, pullNumber: 5 },
+      { repositoryId: 300, headSha: head, pullNumber: 4 },
+      { repositoryId: 300, headSha: head, pullNumber: 4 }, // a duplicate's retry of the same work
+      { repositoryId: 300, headSha: "8".repeat(40), pullNumber: 8 },
+    ], 1300));
+    expect(await runAt("head_invalidation")).toEqual([1300]);
+    expect(await runAt("head_invalidation", other)).toEqual([1300]);
+    expect(await runAt("head_invalidation", "8".repeat(40))).toEqual([1100]);
+    expect(await runAt("head_invalidation", "9".repeat(40))).toEqual([6000]);
+    expect(await store.execute(function* () {
+      return (yield* all<{ pull_number: number; run_at_ms: number }>("select pull_number, run_at_ms from jobs where kind = 'evaluation' order by pull_number")).map((r) => [Number(r.pull_number), Number(r.run_at_ms)]);
+    })).toEqual([[4, 1300], [5, 1300], [6, 1300], [8, 1100], [9, 6000]]);
   });
 
   test("a fast path that settles the head releases its evaluation in the same operation, and leaves other pull requests' work held", async () => {
@@ -292,5 +316,10 @@ describe("the webhook hot path's operations on PostgreSQL", () => {
   test("releasing the work of a fast path that did not settle its head is one statement sent alone", () => {
     expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1300 })))).toBe(true);
     expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: null, now: 1300 })))).toBe(true);
+  });
+
+  test("releasing the work of many fast paths at once is one statement sent alone", () => {
+    const many = Array.from({ length: 50 }, (_, i) => ({ repositoryId: 300, headSha: i.toString(16).padStart(40, "0"), pullNumber: i % 3 === 0 ? null : i }));
+    expect(alone(postgresSteps(releaseHeldWork(many, 1300)))).toBe(true);
   });
 });

@@ -190,26 +190,61 @@ function releaseEvaluation(repositoryId: number, pullNumber: number, now: number
   return query("run", releaseHeldSql("evaluation", "$1", "$2", "$3"), repositoryId, now, pullNumber);
 }
 
+/** The work one delivery's fast path holds: its head's invalidation, and its pull request's evaluation (none for a rerequest). */
+export type HeldWork = { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null };
+
 /**
  * The fast path of a delivery accepted with `heldUntil` ended without settling its head (it failed, ran out of time, or leaves
  * the head to the invalidation job: a closed pull request, a rerequest; markHeadInvalidated releases the evaluation of one
  * that settled): the head's pending invalidation and the pull request's pending evaluation become claimable now. Rows due
  * earlier keep their run time.
  */
-export function* releaseFastPathWork(input: { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null; readonly now: number }): Op<void> {
+export function* releaseFastPathWork(input: HeldWork & { readonly now: number }): Op<void> {
+  yield* releaseHeldWork([input], input.now);
+}
+
+/**
+ * releaseFastPathWork for the fast paths of several deliveries at once (ingress gathers the releases of fast paths that end
+ * together: release-batcher.ts). On PostgreSQL one statement sent alone, whatever the count: no transaction to reserve a
+ * connection for, no BEGIN or COMMIT (issue 26 item 8: every delivery whose fast path fails runs this). Rows are locked in
+ * the store's lock order: every invalidation row by head, then every evaluation row by pull request number.
+ */
+export function* releaseHeldWork(releases: readonly HeldWork[], now: number): Op<void> {
+  const heads = [...new Map(releases.map((r) => [`${r.repositoryId}:${r.headSha}`, { repository_id: r.repositoryId, head_sha: r.headSha }])).values()]
+    .sort((a, b) => a.repository_id - b.repository_id || (a.head_sha < b.head_sha ? -1 : a.head_sha > b.head_sha ? 1 : 0));
+  const pulls = [...new Map(releases.filter((r) => r.pullNumber !== null).map((r) => [`${r.repositoryId}:${r.pullNumber}`, { repository_id: r.repositoryId, pull_number: r.pullNumber! }])).values()]
+    .sort((a, b) => a.repository_id - b.repository_id || a.pull_number - b.pull_number);
+  if (heads.length === 0) return;
   if ((yield* dialect()) === "postgresql") {
-    // One statement sent alone (every delivery whose fast path fails runs this: issue 26 item 8), no transaction to reserve a
-    // connection for, begin and commit. The evaluation's update waits for the invalidation's (the store's lock order).
-    yield* batch([input.pullNumber === null
-      ? query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), input.repositoryId, input.now, input.headSha)
-      : query("run", `with invalidation as (${releaseHeldSql("head_invalidation", "$1", "$2", "$3")} returning 1)
-          ${releaseHeldSql("evaluation", "$1", "$2", "$4")} and (select count(*) from invalidation) >= 0`, input.repositoryId, input.now, input.headSha, input.pullNumber)], { last: true });
+    if (releases.length === 1) {
+      // One delivery's: the evaluation's update waits for the invalidation's (the store's lock order).
+      const [one] = releases;
+      yield* batch([one!.pullNumber === null
+        ? query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), one!.repositoryId, now, one!.headSha)
+        : query("run", `with invalidation as (${releaseHeldSql("head_invalidation", "$1", "$2", "$3")} returning 1)
+            ${releaseHeldSql("evaluation", "$1", "$2", "$4")} and (select count(*) from invalidation) >= 0`, one!.repositoryId, now, one!.headSha, one!.pullNumber)], { last: true });
+      return;
+    }
+    // Several: each kind's rows locked in key order (ORDER BY under FOR UPDATE locks them as sorted), the evaluations after
+    // every invalidation.
+    yield* batch([query("run", `with heads as (
+        select j.id from jobs j join jsonb_to_recordset($2::text::jsonb) as r(repository_id bigint, head_sha text) on j.repository_id = r.repository_id and j.head_sha = r.head_sha
+        where j.kind = 'head_invalidation' and j.state = 'pending' and j.run_at_ms > $1::bigint
+        order by j.repository_id, j.head_sha for update of j
+      ), invalidation as (
+        update jobs set run_at_ms = $1::bigint where id in (select id from heads) returning 1
+      ), pulls as (
+        select j.id from jobs j join jsonb_to_recordset($3::text::jsonb) as r(repository_id bigint, pull_number integer) on j.repository_id = r.repository_id and j.pull_number = r.pull_number
+        where j.kind = 'evaluation' and j.state = 'pending' and j.run_at_ms > $1::bigint and (select count(*) from invalidation) >= 0
+        order by j.repository_id, j.pull_number for update of j
+      )
+      update jobs set run_at_ms = $1::bigint where id in (select id from pulls)`, now, JSON.stringify(heads), JSON.stringify(pulls))], { last: true });
     return;
   }
-  // The store's lock order (store.ts): the head's invalidation row before the pull request's evaluation row.
+  // The store's lock order (store.ts): the heads' invalidation rows before the pull requests' evaluation rows.
   yield* batch([
-    query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), input.repositoryId, input.now, input.headSha),
-    ...(input.pullNumber !== null ? [releaseEvaluation(input.repositoryId, input.pullNumber, input.now)] : []),
+    ...heads.map((head) => query("run", releaseHeldSql("head_invalidation", "$1", "$2", "$3"), head.repository_id, now, head.head_sha)),
+    ...pulls.map((pull) => releaseEvaluation(pull.repository_id, pull.pull_number, now)),
   ], { last: true });
 }
 
