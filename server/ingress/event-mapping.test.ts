@@ -12,9 +12,30 @@ const webRef = { installationId: INSTALLATION, repositoryId: WEB.id, owner: "acm
 describe("direct triggers", () => {
   for (const action of ["opened", "reopened", "synchronize", "edited", "ready_for_review", "converted_to_draft", "labeled", "unlabeled", "closed"]) {
     test(`pull_request ${action} is a direct trigger on the payload's head`, () => {
-      expect(map("pull_request", pullRequestEvent(action))).toEqual({ kind: "direct", repository: webRef, pullNumber: 7, headSha: SHA_A });
+      expect(map("pull_request", pullRequestEvent(action))).toMatchObject({ kind: "direct", repository: webRef, pullNumber: 7, headSha: SHA_A });
     });
   }
+  test("opened, reopened, synchronize and edited upsert the pull request's index row with its base ref; closed deletes it; other actions leave it", () => {
+    const index = (action: string, payload: Record<string, unknown> = pullRequestEvent(action)) => (map("pull_request", payload) as { index?: unknown }).index;
+    for (const action of ["opened", "reopened", "synchronize", "edited"]) expect(index(action)).toEqual({ kind: "upsert", baseRef: "main" });
+    expect(index("closed")).toEqual({ kind: "delete" });
+    for (const action of ["labeled", "ready_for_review"]) expect(index(action)).toBeUndefined();
+    // An edit of a closed pull request does not put it back; an over-long base ref is not kept.
+    const closed = pullRequestEvent("edited");
+    closed.pull_request = { ...closed.pull_request, state: "closed" };
+    expect(index("edited", closed)).toBeUndefined();
+    const long = pullRequestEvent("edited");
+    long.pull_request = { ...long.pull_request, base: { ...long.pull_request.base, ref: "b".repeat(1_025) } };
+    expect(index("edited", long)).toEqual({ kind: "upsert", baseRef: null });
+    expect((map("pull_request_review", reviewEvent("submitted")) as { index?: unknown }).index).toBeUndefined();
+  });
+  test("a synchronize names the head it left (before), which must be a commit ID", () => {
+    const moved = { ...pullRequestEvent("synchronize"), before: "c".repeat(40), after: SHA_A };
+    expect(map("pull_request", moved)).toMatchObject({ kind: "direct", headSha: SHA_A, previousHead: "c".repeat(40) });
+    expect((map("pull_request", { ...moved, before: SHA_A }) as { previousHead?: string }).previousHead).toBeUndefined();
+    expect(map("pull_request", { ...moved, before: "not-a-sha" })).toMatchObject({ kind: "invalid" });
+    expect((map("pull_request", { ...pullRequestEvent("opened"), before: "c".repeat(40) }) as { previousHead?: string }).previousHead).toBeUndefined();
+  });
   for (const action of ["submitted", "edited", "dismissed"]) {
     test(`pull_request_review ${action} is a direct trigger`, () => {
       expect(map("pull_request_review", reviewEvent(action))).toMatchObject({ kind: "direct", pullNumber: 7, headSha: SHA_A });

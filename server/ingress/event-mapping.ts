@@ -1,4 +1,4 @@
-import { type AuthorityScope, encodeSubjects, type RepositoryRef, teamSubject, userSubject } from "../store/index.ts";
+import { type AuthorityScope, encodeSubjects, type IndexWrite, type RepositoryRef, teamSubject, userSubject } from "../store/index.ts";
 import { HEAD_SHA } from "./limits.ts";
 
 /**
@@ -16,11 +16,21 @@ export type MappingContext = {
 export type Mapping =
   | { readonly kind: "unmapped" }
   | { readonly kind: "invalid"; readonly problem: string }
-  | { readonly kind: "direct"; readonly repository: RepositoryRef; readonly pullNumber: number | null; readonly headSha: string }
+  | {
+    readonly kind: "direct"; readonly repository: RepositoryRef; readonly pullNumber: number | null; readonly headSha: string;
+    /** A pull_request delivery's write to the open-pull-request index (DESIGN 3.9), in the same acceptance. */
+    readonly index?: IndexWrite;
+    /** `synchronize`: the head the pull request left (`before`), whose other pull requests are re-evaluated (DESIGN 3.8). */
+    readonly previousHead?: string;
+  }
   | { readonly kind: "base_ref"; readonly repository: RepositoryRef; readonly baseRef: string }
   | { readonly kind: "authority"; readonly installationId: number; readonly scope: AuthorityScope };
 
 const PULL_REQUEST_ACTIONS = new Set(["opened", "reopened", "synchronize", "edited", "ready_for_review", "converted_to_draft", "labeled", "unlabeled", "closed"]);
+/** pull_request actions whose delivery upserts the pull request into the open-pull-request index (closed deletes it). */
+const INDEXED_ACTIONS = new Set(["opened", "reopened", "synchronize", "edited"]);
+/** A base ref longer than this is not kept in the index (null): a signed payload is still bounded in what it makes us store. */
+const MAX_INDEXED_BASE_REF = 1_024;
 const REVIEW_ACTIONS = new Set(["submitted", "edited", "dismissed"]);
 const INSTALLATION_WIDE_EVENTS = new Set(["organization", "membership", "member", "team", "team_add", "installation_target"]);
 const INSTALLATION_ACTIONS = new Set(["created", "new_permissions_accepted", "unsuspend"]);
@@ -94,7 +104,19 @@ function mapOrThrow(event: string, action: string | undefined, payload: Json, co
       if (!isObject(pull)) fail("pull_request must be an object");
       if (!positiveInteger(pull.number)) fail("pull_request.number must be a positive integer");
       if (!isObject(pull.head)) fail("pull_request.head must be an object");
-      return { kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha: head(pull.head.sha, "pull_request.head.sha") };
+      const headSha = head(pull.head.sha, "pull_request.head.sha");
+      if (event !== "pull_request") return { kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha };
+      let index: IndexWrite | undefined;
+      if (action === "closed") index = { kind: "delete" };
+      else if (INDEXED_ACTIONS.has(action) && pull.state !== "closed") {
+        const baseRef = isObject(pull.base) && typeof pull.base.ref === "string" && pull.base.ref.length <= MAX_INDEXED_BASE_REF ? pull.base.ref : null;
+        index = { kind: "upsert", baseRef };
+      }
+      const before = action === "synchronize" && payload.before !== undefined && payload.before !== null ? head(payload.before, "before") : null;
+      return {
+        kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha,
+        ...(index ? { index } : {}), ...(before !== null && before !== headSha ? { previousHead: before } : {}),
+      };
     }
     case "check_run":
     case "check_suite": {

@@ -128,7 +128,10 @@ async function accept(
     const fastPathEnds = Math.min(started + deps.invalidationTimeoutMs, deadline - FAST_PATH_FOLLOW_UP_MS);
     const heldUntil = deps.fastPath === null ? now : now + Math.max(0, Math.ceil(fastPathEnds - started));
     const outcome = await deps.store.execute(() =>
-      acceptDirectTrigger({ ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, heldUntil }),
+      acceptDirectTrigger({
+        ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, heldUntil,
+        ...(mapping.index ? { index: mapping.index } : {}), ...(mapping.previousHead ? { previousHead: mapping.previousHead } : {}),
+      }),
       { deadline },
     );
     if (outcome.kind === "accepted") {

@@ -10,4 +10,5 @@ export type { RepositoryRef } from "./ops/work-rows.ts";
 export * from "./ops/queue-ops.ts";
 export * from "./ops/reconcile-ops.ts";
 export * from "./ops/published-ops.ts";
+export * from "./ops/open-pull-index.ts";
 export * from "./authority-subjects.ts";

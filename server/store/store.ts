@@ -14,6 +14,9 @@ import type { Op, OpOptions } from "./op.ts";
  *   2. `installation_epochs` (A), by installation;
  *   3. `head_generations` (S, I), by repository and head;
  *   4. `pull_generations` (E), by repository and pull request number;
+ *  4a. `open_pull_requests` (the open-pull-request index, DESIGN 3.9), by repository and pull request number: written by an
+ *      acceptance from its pull request's E row (ops/ingress-ops.ts), and by the reconciler's listing pages and pruning
+ *      after renewing its lease (1), each alone in its transaction (ops/open-pull-index.ts);
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
  *      evaluation), then by key (head, repository, base ref, pull request number);
  *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);

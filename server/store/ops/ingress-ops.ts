@@ -1,6 +1,7 @@
 import { batch, dialect, one, type Op, type Query, query, run } from "../op.ts";
+import { type IndexWrite, indexWrite } from "./open-pull-index.ts";
 import {
-  ADVANCE_INVALIDATED_SQL, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery,
+  ADVANCE_INVALIDATED_SQL, advanceAndQueue, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery,
   queueInstallationFanout, queueRepositoryFanout, type RepositoryRef, retainDelivery, SETTLE_INVALIDATION_SQL, settleHeadInvalidation,
 } from "./work-rows.ts";
 
@@ -25,6 +26,14 @@ export type DirectTrigger = RepositoryRef & {
    * pending keeps an earlier run time.
    */
   readonly heldUntil?: number;
+  /** The pull request's write to the open-pull-request index (DESIGN 3.9): a pull_request delivery's, in this transaction. */
+  readonly index?: IndexWrite;
+  /**
+   * The head a `synchronize` left (`before`): its exact-head invalidation is queued (claimable now) in the same acceptance,
+   * so the pull requests still on it are evaluated again (DESIGN 3.8) without waiting for a scan. Its S does not advance:
+   * nothing about that head changed but who is on it, so its check is not reset (invalidate-head.ts).
+   */
+  readonly previousHead?: string;
 };
 
 /**
@@ -41,7 +50,8 @@ export type DuplicateDelivery = { readonly headSha: string | null; readonly shar
 
 /**
  * Durable acceptance of a direct trigger: the delivery record, S(head) + 1 with the exact-head invalidation row, E(pull) + 1
- * with the evaluation row, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read it with
+ * with the evaluation row, the pull request's index row (upserted or deleted), and for a `synchronize` the invalidation row
+ * of the head it left, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read it with
  * readDuplicateDelivery). It also answers the head's remembered check run.
  *
  * On PostgreSQL this is the webhook hot path and stays one statement sent alone (issue 26 item 8): no BEGIN, no COMMIT, no
@@ -61,14 +71,19 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
     };
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
+  const index = input.index !== undefined && input.pullNumber !== null ? [indexWrite(input, input.pullNumber, input.headSha, input.index, input.now)] : [];
+  const left = leftHead(input);
   const results = yield* batch([
-    ...advanceHeadAndQueue(input, input.headSha, input.pullNumber, input.now, input.heldUntil),
+    ...advanceAndQueue(input, {
+      heads: [input.headSha], pulls: input.pullNumber === null ? [] : [{ number: input.pullNumber, headSha: input.headSha }], heldUntil: input.heldUntil ?? input.now,
+      index, ...(left !== null ? { leftHeads: [left] } : {}),
+    }, input.now),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
     query("one", REMEMBERED_CHECK_SQL, input.repositoryId, input.headSha),
   ], { last: true });
   const [advanced, pulled] = results;
   const remembered = results.at(-1);
-  // advanceHeadAndQueue's second statement advances the pull request's E when there is one.
+  // advanceAndQueue's second statement advances the pull request's E when there is one.
   const evaluationGeneration = input.pullNumber === null ? null : (pulled as { evaluation_generation: number }).evaluation_generation;
   const checkRunId = (remembered as { check_run_id: number } | null)?.check_run_id;
   return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration, rememberedCheckRunId: checkRunId === undefined ? null : Number(checkRunId) };
@@ -77,18 +92,25 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
 /** The head's remembered check run ($1 repository, $2 head), as readHeadCheck reads it. */
 const REMEMBERED_CHECK_SQL = "select check_run_id from head_checks where repository_id = $1 and head_sha = $2";
 
+/** The head a `synchronize` left, when it is another than the delivery's. */
+function leftHead(input: DirectTrigger): string | null {
+  return input.previousHead !== undefined && input.previousHead !== input.headSha && input.pullNumber !== null ? input.previousHead : null;
+}
+
 /**
- * acceptDirectTrigger on PostgreSQL, as data-modifying CTEs: every write hangs off `head`, which exists only when the delivery
+ * acceptDirectTrigger on PostgreSQL, as data-modifying CTEs: every write hangs off `heads`, which exists only when the delivery
  * ID was not yet retained; the delivery row carries the new S. A copy of the same delivery accepted at the same moment makes
  * the final insert fail on the primary key, the whole statement rolls back, and the store runs it again (it then finds the
  * retained copy and does nothing).
  *
  * PostgreSQL runs the parts of one statement in no documented order, so each part reads the one before it in the store's
- * lock order (store.ts): the pull request's row is written from `head`'s output, the invalidation row only after `pull`
- * exists, the evaluation row only after `invalidation`, and the delivery row only after both work rows. It answers the new S
- * and E (null E for a rerequest), and the head's remembered check run as the statement's snapshot holds it (a reader: it locks
- * nothing). A write joining the acceptance (a pull request's index row) is one more CTE here, hanging off the one it must follow
- * in the lock order, with its condition in `delivery`'s where when the acceptance must not happen without it.
+ * lock order (store.ts): the pull request's row is written from `head`'s output, its index row (DESIGN 3.9) from `pull`'s,
+ * the invalidation rows (in head order: a `synchronize` also queues the head it left) only after the index write (an
+ * uncorrelated subquery runs once, to its end, before the first row), the evaluation row only after `invalidation`, and the
+ * delivery row only after both work rows. It answers the new S and E (null E for a rerequest). The index write and the old
+ * head's row add no statement and no round trip (issue 26). A live row of the delivery's head merges as MERGE_INTO_LIVE_ROW;
+ * one of the old head as MERGE_LEFT_HEAD (work-rows.ts: only marked to run again). It also answers the head's remembered
+ * check run as the statement's snapshot holds it (a reader: it locks nothing).
  */
 function acceptInOneStatement(input: DirectTrigger): Query {
   return query(
@@ -103,12 +125,28 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         select $1::bigint, $2::bigint, $6::integer, 1, $7::bigint from head where $6::integer is not null
         on conflict (repository_id, pull_number) do update set evaluation_generation = pull_generations.evaluation_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning evaluation_generation
+      ), indexed as (
+        insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
+        select $1::bigint, $2::bigint, $6::integer, $5::text, $14::text, $7::bigint, null from pull where $13::text = 'upsert'
+        on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null
+        returning 1
+      ), unindexed as (
+        delete from open_pull_requests where $13::text = 'delete' and repository_id = $2::bigint and pull_number = $6::integer and exists (select 1 from pull)
+        returning 1
       ), invalidation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, $5::text, shared_generation, $11::bigint, $7::bigint, $7::bigint from head
-        where $6::integer is null or exists (select 1 from pull)
+        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, w.head_sha, w.shared_generation, w.run_at_ms, $7::bigint, $7::bigint from (
+          select $5::text as head_sha, shared_generation, $11::bigint as run_at_ms from head
+          union all
+          select $12::text, coalesce((select shared_generation from head_generations where repository_id = $2::bigint and head_sha = $12::text), 0), $7::bigint from head where $12::text is not null
+        ) w
+        where ($6::integer is null or exists (select 1 from pull)) and (select count(*) from indexed) + (select count(*) from unindexed) >= 0
+        order by w.head_sha
         on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
-        do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
+        do update set shared_generation = case when jobs.head_sha = $5::text then excluded.shared_generation else jobs.shared_generation end,
+          merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
+          run_at_ms = case when jobs.head_sha = $5::text and jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end,
+          background = case when jobs.head_sha = $5::text and excluded.background < jobs.background then excluded.background else jobs.background end
         returning 1
       ), evaluation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
@@ -129,7 +167,8 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         (select check_run_id from head_checks where repository_id = $2::bigint and head_sha = $5::text) as check_run_id
       from delivery`,
     input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
-    input.heldUntil ?? input.now,
+    input.heldUntil ?? input.now, leftHead(input),
+    input.pullNumber === null ? null : input.index?.kind ?? null, input.index?.kind === "upsert" ? input.index.baseRef : null,
   );
 }
 
@@ -189,9 +228,6 @@ const releaseHeldSql = (kind: "evaluation" | "head_invalidation", repositoryId: 
 function releaseEvaluation(repositoryId: number, pullNumber: number, now: number) {
   return query("run", releaseHeldSql("evaluation", "$1", "$2", "$3"), repositoryId, now, pullNumber);
 }
-
-/** The work one delivery's fast path holds: its head's invalidation, and its pull request's evaluation (none for a rerequest). */
-export type HeldWork = { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null };
 
 /**
  * The fast path of a delivery accepted with `heldUntil` ended without settling its head (it failed, ran out of time, or leaves

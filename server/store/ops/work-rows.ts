@@ -117,7 +117,8 @@ function queueEvaluation(repo: RepositoryRef, pullNumber: number, headSha: strin
 
 /**
  * Generation advances and their work rows, as one batch in the store's lock order (store.ts): every head's S (sorted by
- * head), then every pull request's E (sorted by number), then the exact-head invalidation rows, then the evaluation rows.
+ * head), then every pull request's E (sorted by number), then the index writes, then the exact-head invalidation rows,
+ * then the evaluation rows.
  * Each work row reads its generation in SQL, so the batch needs no result before it is sent. When heads are given, the
  * batch's first row carries the first head's new shared generation.
  */
@@ -129,6 +130,7 @@ export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: num
     ...(invalidated ? [advanceInvalidatedGeneration(invalidated)] : []),
     ...heads.map((head) => advanceSharedGeneration(repo, head, now)),
     ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
+    ...(work.index ?? []),
     ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
     ...heads.map((head) => queueHeadInvalidation(repo, head, now, work.heldUntil ?? now)),
     ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true, work.heldUntil ?? now)),
@@ -150,6 +152,8 @@ export type AdvanceWork = {
   readonly heldUntil?: number;
   /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
   readonly background?: boolean;
+  /** Writes to the open-pull-request index (open-pull-index.ts), after the generations and before the work rows (store.ts). */
+  readonly index?: readonly Query[];
 };
 
 type Invalidated = { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number };

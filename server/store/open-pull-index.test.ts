@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import {
+  acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing, migrateDatabase, openStore,
+  pruneIndexBatch, readIndexedOnHead, readIndexPage, type Store,
+} from "./index.ts";
+
+/** The open-pull-request index (DESIGN 3.9, migration 0006): acceptance writes, streamed listings, lookups and pruning. */
+const repo = { installationId: 4, repositoryId: 40, owner: "acme", name: "web" };
+const H1 = "1".repeat(40);
+const H2 = "2".repeat(40);
+const H3 = "3".repeat(40);
+const lease = { name: "reconciler", owner: "r1", ttlMs: 60_000 };
+
+describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+  async function open() {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+  }
+  let deliveries = 0;
+  const deliver = (pullNumber: number, headSha: string, extra: Partial<DirectTrigger> = {}, now = 1_000) =>
+    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d-${++deliveries}`, event: "pull_request", action: "opened", pullNumber, headSha, now, ...extra }));
+  const rows = () => store.execute(function* () {
+    return (yield* all<{ pull_number: number; head_sha: string; base_ref: string | null; listing_id: string | null }>("select pull_number, head_sha, base_ref, listing_id from open_pull_requests order by pull_number"))
+      .map((row) => ({ number: Number(row.pull_number), head: row.head_sha, base: row.base_ref, listing: row.listing_id }));
+  });
+  const onHead = (headSha: string) => store.execute(() => readIndexedOnHead(40, headSha));
+
+  test("a pull_request delivery's acceptance upserts the pull request's row and a closing one deletes it, in the same transaction", async () => {
+    await open();
+    await deliver(7, H1, { index: { kind: "upsert", baseRef: "main" } });
+    await deliver(8, H1, { index: { kind: "upsert", baseRef: "release" } });
+    expect(await onHead(H1)).toEqual([7, 8]);
+    await deliver(7, H2, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H1 });
+    expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }, { number: 8, head: H1, base: "release", listing: null }]);
+    await deliver(8, H1, { action: "closed", index: { kind: "delete" } });
+    expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }]);
+    // A review (no index write) and a duplicate delivery change nothing.
+    await deliver(7, H3, { event: "pull_request_review", action: "submitted" });
+    const duplicate = await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d-1", event: "pull_request", action: "opened", pullNumber: 9, headSha: H3, now: 5, index: { kind: "upsert", baseRef: "main" } }));
+    expect(duplicate.kind).toBe("duplicate");
+    expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }]);
+  });
+
+  test("a synchronize advances the head it left and queues that head's invalidation in the same acceptance", async () => {
+    await open();
+    await deliver(7, H2, { index: { kind: "upsert", baseRef: "main" } });
+    await deliver(8, H2, { index: { kind: "upsert", baseRef: "main" } });
+    // Both heads' orders: the old head sorting before and after the new one.
+    for (const [from, to] of [[H2, H3], [H3, H1]] as const) {
+      const before = await store.execute(function* () {
+        return yield* all<{ shared_generation: number }>("select shared_generation from head_generations where repository_id = 40 and head_sha = $1", from);
+      });
+      const outcome = await deliver(7, to, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: from });
+      expect(outcome).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: expect.any(Number) });
+      const state = await store.execute(function* () {
+        const heads = yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from head_generations where repository_id = 40 and head_sha = $1", from);
+        const jobs = yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from jobs where kind = 'head_invalidation' and head_sha = $1", from);
+        return { head: Number(heads[0]!.shared_generation), job: jobs.map((job) => Number(job.shared_generation)) };
+      });
+      expect(state).toEqual({ head: Number(before[0]!.shared_generation) + 1, job: [Number(before[0]!.shared_generation) + 1] });
+    }
+    const delivered = await store.execute(function* () {
+      return yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from webhook_deliveries where delivery_id = $1", `d-${deliveries}`);
+    });
+    // The delivery records its own head's S, not the old head's.
+    expect(delivered.map((row) => [row.head_sha, Number(row.shared_generation)])).toEqual([[H1, 1]]);
+  });
+
+  test("a complete listing replaces the repository's rows, keeping what a delivery wrote after it started; an incomplete one removes nothing", async () => {
+    await open();
+    await deliver(1, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await deliver(2, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await deliver(3, H2, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await store.execute(() => acquireElectionLease(lease, 150));
+    const first: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 200, lease };
+    // Page 1 moves #1 to another head; a delivery after the listing started moves #3 and opens #9, which the pages never show.
+    expect(await store.execute(() => indexListingPage(first, [{ number: 1, headSha: H3, baseRef: "main" }], 210))).toBe(true);
+    await deliver(3, H3, { action: "synchronize", index: { kind: "upsert", baseRef: "dev" } }, 220);
+    await deliver(9, H1, { index: { kind: "upsert", baseRef: "main" } }, 225);
+    expect(await store.execute(() => indexListingPage(first, [{ number: 3, headSha: H2, baseRef: "main" }, { number: 4, headSha: H2, baseRef: null }], 230))).toBe(true);
+    // Not complete yet: #2 (not seen so far) is still there.
+    expect((await rows()).map((row) => row.number)).toEqual([1, 2, 3, 4, 9]);
+    expect(await store.execute(() => indexListingComplete(first, 240))).toBe(1);
+    expect(await rows()).toEqual([
+      { number: 1, head: H3, base: "main", listing: "scan-1" },
+      { number: 3, head: H3, base: "dev", listing: null },
+      { number: 4, head: H2, base: null, listing: "scan-1" },
+      { number: 9, head: H1, base: "main", listing: null },
+    ]);
+    // An incomplete second listing (its pages written, never completed) removes nothing, and a later complete one does.
+    const second: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-2", startedAtMs: 300, lease };
+    await store.execute(() => indexListingPage(second, [{ number: 1, headSha: H3, baseRef: "main" }], 310));
+    expect((await rows()).map((row) => row.number)).toEqual([1, 3, 4, 9]);
+    const third: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-3", startedAtMs: 400, lease };
+    await store.execute(() => indexListingPage(third, [{ number: 3, headSha: H3, baseRef: "dev" }], 410));
+    expect(await store.execute(() => indexListingComplete(third, 420))).toBe(3);
+    expect((await rows()).map((row) => row.number)).toEqual([3]);
+    expect(await store.execute(() => readIndexPage(40, null))).toEqual([{ number: 3, headSha: H3 }]);
+  });
+
+  test("a listing whose lease was lost writes and removes nothing", async () => {
+    await open();
+    await deliver(1, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await store.execute(() => acquireElectionLease({ ...lease, owner: "other" }, 150));
+    const listing: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 200, lease };
+    expect(await store.execute(() => indexListingPage(listing, [{ number: 2, headSha: H1, baseRef: "main" }], 210))).toBe(false);
+    expect(await store.execute(() => indexListingComplete(listing, 220))).toBeNull();
+    expect((await rows()).map((row) => row.number)).toEqual([1]);
+  });
+
+  test("rows not seen within the retention are pruned in batches; a lookup by head is bounded", async () => {
+    await open();
+    await store.execute(() => acquireElectionLease(lease, 1));
+    const listing: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 10, lease };
+    await store.execute(() => indexListingPage(listing, Array.from({ length: 5 }, (_, i) => ({ number: i + 1, headSha: H1, baseRef: "main" })), 20));
+    await deliver(6, H1, { index: { kind: "upsert", baseRef: "main" } }, 500);
+    expect(await store.execute(() => readIndexedOnHead(40, H1, 3))).toEqual([1, 2, 3]);
+    expect(await store.execute(() => pruneIndexBatch(lease, 100, 30, 2))).toBe(2);
+    expect(await store.execute(() => pruneIndexBatch(lease, 100, 30, 2))).toBe(2);
+    expect(await store.execute(() => pruneIndexBatch(lease, 100, 30, 2))).toBe(1);
+    expect(await store.execute(() => pruneIndexBatch(lease, 100, 30, 2))).toBe(0);
+    expect(await onHead(H1)).toEqual([6]);
+    expect(await store.execute(() => pruneIndexBatch({ ...lease, owner: "other" }, 1_000, 30))).toBeNull();
+  });
+});

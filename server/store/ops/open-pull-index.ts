@@ -1,0 +1,131 @@
+import { MAX_OPEN_PULL_REQUESTS } from "../../policy/bounds.ts";
+import { all, batch, type Op, type Query, query, run } from "../op.ts";
+import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
+
+/**
+ * The open-pull-request index (DESIGN 3.9, migration 0006): per repository, each open pull request's number, head commit and
+ * base ref. Written by the acceptance of every pull_request delivery (indexWrite, in the acceptance's transaction: see
+ * ingress-ops.ts) and replaced by every complete reconciler listing, streamed page by page (indexListingPage, then
+ * indexListingComplete). Read by the shared-head check, exact-head invalidation and authority fan-out as a source of
+ * sharers: a row can only add a pull request to a head, never prove that none shares it. Its rows come after
+ * `pull_generations` and before `jobs` in the store's lock order (store.ts).
+ */
+export type IndexedPull = { readonly number: number; readonly headSha: string; readonly baseRef: string | null };
+
+/** What a pull_request delivery does to the index: upsert (opened, reopened, synchronize, edited) or delete (closed). */
+export type IndexWrite = { readonly kind: "upsert"; readonly baseRef: string | null } | { readonly kind: "delete" };
+
+/**
+ * One reconciler listing of one repository. `listingId` is unique per listing (the rows it saw carry it); `startedAtMs` is
+ * when its first page was asked for: a row a delivery wrote at or after it is newer than anything the listing can show, so
+ * the listing neither overwrites nor deletes it. With `lease`, each write renews it first and writes nothing when it was lost.
+ */
+export type IndexListing = {
+  readonly installationId: number;
+  readonly repositoryId: number;
+  readonly listingId: string;
+  readonly startedAtMs: number;
+  readonly lease?: ElectionLease;
+};
+
+/** Rows per statement of a listing page (6 parameters each): well inside both dialects' parameter limits. */
+const PAGE_STATEMENT_ROWS = 500;
+
+/**
+ * Upserts one page of a listing: each row takes the listing's ID (seen by it) and `now`; a row a delivery wrote since the
+ * listing started keeps the delivery's (newer) head and base. False when the lease was lost (nothing written).
+ */
+export function* indexListingPage(listing: IndexListing, rows: readonly IndexedPull[], now: number): Op<boolean> {
+  if (listing.lease && !(yield* renewElectionLease(listing.lease, now))) return false;
+  // Sorted by number: the rows are taken in one order by every writer (store.ts).
+  const sorted = [...new Map(rows.map((row) => [row.number, row])).values()].sort((a, b) => a.number - b.number);
+  const statements: Query[] = [];
+  for (let start = 0; start < sorted.length; start += PAGE_STATEMENT_ROWS) {
+    const part = sorted.slice(start, start + PAGE_STATEMENT_ROWS);
+    const params: unknown[] = [listing.installationId, listing.repositoryId, now, listing.listingId, listing.startedAtMs];
+    const values = part.map((row) => {
+      params.push(row.number, row.headSha, row.baseRef);
+      const at = params.length;
+      return `($1, $2, $${at - 2}, $${at - 1}, $${at}, $3, $4)`;
+    });
+    statements.push(query(
+      "run",
+      `insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
+       values ${values.join(", ")}
+       on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref,
+         seen_at_ms = excluded.seen_at_ms, listing_id = excluded.listing_id
+       where open_pull_requests.listing_id is not null or open_pull_requests.seen_at_ms < $5`,
+      ...params,
+    ));
+  }
+  if (statements.length > 0) yield* batch(statements);
+  return true;
+}
+
+/**
+ * The listing was complete: every row of the repository it did not see goes, except rows a delivery wrote since the listing
+ * started. Called only for a complete listing (an incomplete one changes nothing: its pages only added or refreshed rows).
+ * Returns the number of rows removed, or null when the lease was lost.
+ */
+export function* indexListingComplete(listing: IndexListing, now: number): Op<number | null> {
+  if (listing.lease && !(yield* renewElectionLease(listing.lease, now))) return null;
+  return yield* run(
+    `delete from open_pull_requests where repository_id = $1 and (listing_id is null or listing_id <> $2) and seen_at_ms < $3`,
+    listing.repositoryId, listing.listingId, listing.startedAtMs,
+  );
+}
+
+/**
+ * The acceptance's index write for one pull request (a delivery's view: listing_id null, seen now), for the step forms of
+ * the acceptance; the PostgreSQL one-statement form writes the same in a CTE (ingress-ops.ts).
+ */
+export function indexWrite(repo: { readonly installationId: number; readonly repositoryId: number }, pullNumber: number, headSha: string, write: IndexWrite, now: number): Query {
+  if (write.kind === "delete") return query("run", "delete from open_pull_requests where repository_id = $1 and pull_number = $2", repo.repositoryId, pullNumber);
+  return query(
+    "run",
+    `insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
+     values ($1, $2, $3, $4, $5, $6, null)
+     on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null`,
+    repo.installationId, repo.repositoryId, pullNumber, headSha, write.baseRef, now,
+  );
+}
+
+/** Index rows read on one head at most (DESIGN 3.6: 1,000 pull requests on one head), plus one to tell that it was passed. */
+export const MAX_INDEXED_ON_HEAD = MAX_OPEN_PULL_REQUESTS + 1;
+
+/** The pull requests the index names on a head, by number (at most `limit`). A read: no row locks. */
+export function* readIndexedOnHead(repositoryId: number, headSha: string, limit: number = MAX_INDEXED_ON_HEAD): Op<number[]> {
+  const rows = yield* all<{ pull_number: number }>(
+    "select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 order by pull_number limit $3",
+    repositoryId, headSha, limit,
+  );
+  return rows.map((row) => Number(row.pull_number));
+}
+
+/** Index rows read per page by a fan-out (readIndexPage). */
+export const INDEX_PAGE_ROWS = 500;
+
+/** One page of a repository's index, by number after `afterNumber` (null: from the start). */
+export function* readIndexPage(repositoryId: number, afterNumber: number | null, limit: number = INDEX_PAGE_ROWS): Op<{ number: number; headSha: string }[]> {
+  const rows = yield* all<{ pull_number: number; head_sha: string }>(
+    "select pull_number, head_sha from open_pull_requests where repository_id = $1 and pull_number > $2 order by pull_number limit $3",
+    repositoryId, afterNumber ?? 0, limit,
+  );
+  return rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha }));
+}
+
+/** Index rows removed per pruning transaction. */
+export const INDEX_PRUNE_BATCH = 1_000;
+
+/**
+ * Removes, fenced by the reconciler lease, up to `batch` index rows not seen since `cutoffMs` (a repository no longer listed:
+ * every complete listing renews what it sees). Returns the number removed, or null when the lease was lost.
+ */
+export function* pruneIndexBatch(lease: ElectionLease, cutoffMs: number, now: number, limit: number = INDEX_PRUNE_BATCH): Op<number | null> {
+  if (!(yield* renewElectionLease(lease, now))) return null;
+  return yield* run(
+    `delete from open_pull_requests where (repository_id, pull_number) in (
+       select repository_id, pull_number from open_pull_requests where seen_at_ms < $1 order by seen_at_ms limit $2)`,
+    cutoffMs, limit,
+  );
+}
