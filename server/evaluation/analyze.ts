@@ -232,7 +232,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   const sameHead = evidence.sameHeadPullRequests;
   if (!sameHead.complete) reasons.push(gapReason("same_head_incomplete", t`the list of open pull requests on this head`, sameHead));
   else if (sameHead.items.length > MAX_OPEN_PULL_REQUESTS) {
-    reasons.push({ code: "same_head_incomplete", message: t`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests were listed for the shared-head check`, transient: false });
+    reasons.push({ code: "same_head_incomplete", message: t`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests are on this head`, transient: false });
   } else {
     sharedHeadWith = [...new Set(sameHead.items.filter((other) => other.number !== pr.number && other.headSha === pr.headSha).map((other) => other.number))].sort((a, b) => a - b);
     if (sharedHeadWith.length > 0) {

@@ -1,7 +1,7 @@
 // The forge client the service is wired with (DESIGN 2, 7.1): one object over the transport, each method a forge operation the
 // service needs. Configured from plain options (server/config supplies them); it reads no environment.
 import type { Logger } from "pino";
-import type { Listed } from "../evaluation/evidence.ts";
+import type { Listed, OpenPullRequestRef } from "../evaluation/evidence.ts";
 import * as checks from "./check-runs.ts";
 import { createCaches } from "./caches.ts";
 import { readFile, type FileLocation } from "./contents.ts";
@@ -72,6 +72,8 @@ export interface ForgeClient {
   getRepository(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<pulls.RepositoryInfo>;
   getPullRequest(installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<pulls.PullRequestDetails>;
   listOpenPullRequests(installationId: number, owner: string, repo: string, filter?: { base?: string; max?: number }, call?: CallOptions): ReturnType<typeof pulls.listOpenPullRequests>;
+  /** GET /repos/{owner}/{repo}/commits/{sha}/pulls, every page: the open pull requests whose head is exactly `headSha` (DESIGN 3.9). */
+  listOpenPullRequestsOnHead(installationId: number, owner: string, repo: string, headSha: string, call?: CallOptions): Promise<Listed<OpenPullRequestRef> & { retryAfterMs?: number | null }>;
   readFile(at: FileLocation, maxBytes: number, call?: CallOptions): ReturnType<typeof readFile>;
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
@@ -106,6 +108,10 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
     listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),
+    async listOpenPullRequestsOnHead(installationId, owner, repo, headSha, call) {
+      const listed = await pulls.listPullRequestsOfCommit(t, installationId, owner, repo, headSha, call);
+      return listed.complete ? { complete: true, items: pulls.openOnHead(listed.items, headSha) } : listed;
+    },
     readFile: (at, maxBytes, call) => readFile(t, caches.files, at, maxBytes, call),
     gatherEvidence: (request, gather) => gatherEvidence(t, caches, request, gather),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),

@@ -66,13 +66,14 @@ describe("evidence for a realistic pull request", () => {
     expect(d.botUsers["docs-review-bot[bot]"]).toMatchObject({ kind: "found", value: { login: "docs-review-bot[bot]", type: "Bot" } });
     expect(r.retryAfterMs).toBeNull();
 
-    // Request count of a first evaluation: 1 pull + 5 file pages + 1 pull again (proving the file list) + 1 reviews
-    // + 1 CODEOWNERS + 1 policy + 2 org policy (the policy repository's head, then the file at it) + 1 open pulls
-    // + 4 users × (permission + membership) + 2 teams × (team + repository + 4 memberships) + App + bot user = 35.
+    // Request count of a first evaluation: 1 pull + 5 file pages + 1 reviews + 1 CODEOWNERS + 1 policy + 2 org policy
+    // (the policy repository's head, then the file at it) + 1 pull requests of the head (after the files: it names this
+    // pull request, so it proves the file list too) + 4 users × (permission + membership) + 2 teams × (team + repository +
+    // 4 memberships) + App + bot user = 34.
     const api = sim.requests.filter((q) => !q.path.endsWith("/access_tokens"));
-    expect(r.requests).toBe(35);
-    expect(api).toHaveLength(35);
-    expect(api.filter((q) => q.path === `/repos/acme/web/pulls/${s.pullNumber}`).map((q) => q.status)).toEqual([200, 304]);
+    expect(r.requests).toBe(34);
+    expect(api).toHaveLength(34);
+    expect(api.filter((q) => q.path === `/repos/acme/web/pulls/${s.pullNumber}`).map((q) => q.status)).toEqual([200]);
     expect(api.filter((q) => q.path === filesPath())).toHaveLength(5);
     expect(sim.requests.filter((q) => q.path.endsWith("/access_tokens"))).toHaveLength(1);
     expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
@@ -156,7 +157,7 @@ describe("evidence is marked incomplete, never partial", () => {
   });
 
   test("the open pull requests on the head, when one page fails", async () => {
-    sim.injectFault({ kind: "status", status: 502, path: "/repos/acme/web/pulls" });
+    sim.injectFault({ kind: "status", status: 502, path: `/repos/acme/web/commits/${s.headSha}/pulls` });
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
     expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "transient" });
   });
@@ -197,7 +198,7 @@ test("another open pull request on the same head commit is in the shared-head ev
   const other = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "feature-copy", headSha: s.headSha, author: "bob" });
   try {
     const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
-    expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: other.number, headSha: s.headSha }, { number: s.pullNumber, headSha: s.headSha }] });
+    expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }, { number: other.number, headSha: s.headSha }] });
   } finally {
     await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: other.number, state: "closed" });
   }
@@ -230,9 +231,23 @@ test("a push between two pages of the files list makes the list incomplete, thou
 });
 
 describe("more bounds", () => {
-  test(`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests make the shared-head evidence over the bound`, async () => {
+  test(`more than ${MAX_OPEN_PULL_REQUESTS} open pull requests in the repository leave the shared-head evidence complete: only the head's are asked for`, async () => {
+    const repo = sim.control.mustRepo(s.org, s.repo);
+    const added = addOpenPullRequests(sim, { owner: s.org, repo: s.repo, count: MAX_OPEN_PULL_REQUESTS + 1 });
+    sim.requests.length = 0;
+    try {
+      const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+      expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }] });
+      expect(sim.requests.some((q) => q.path === "/repos/acme/web/pulls")).toBe(false);
+    } finally {
+      for (const n of added) repo.pulls.delete(n);
+    }
+  });
+
+  test(`more than ${MAX_OPEN_PULL_REQUESTS} pull requests on one head make the shared-head evidence over the bound`, async () => {
     const repo = sim.control.mustRepo(s.org, s.repo);
     const added = addOpenPullRequests(sim, { owner: s.org, repo: s.repo, count: MAX_OPEN_PULL_REQUESTS });
+    for (const n of added) repo.pulls.get(n)!.headSha = s.headSha;
     try {
       const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
       expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "over_bound" });
@@ -305,4 +320,55 @@ test("no token, private key or JWT appears in any log line, even when requests f
   expect(output).not.toMatch(/eyJ[\w-]+\.[\w-]+\.[\w-]+/);
   expect(output).not.toMatch(/ghs_/);
   expect(output).not.toMatch(/authorization/i);
+});
+
+describe("shared head: the forge's pull requests of the head united with the open-pull-request index (DESIGN 3.9)", () => {
+  test("a pull request the index names on the head is a sharer though the forge's list lags", async () => {
+    sim.control.setCommitPullsLag({ ms: 60_000 });
+    const other = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "index-only", headSha: s.headSha, author: "bob" });
+    try {
+      const asked: string[] = [];
+      const indexedOnHead = async (headSha: string) => { asked.push(headSha); return [other.number, s.pullNumber]; };
+      const without = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+      expect(without.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }] });
+      const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan, indexedOnHead })).evidence;
+      expect(asked).toEqual([s.headSha]);
+      expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }, { number: other.number, headSha: s.headSha }] });
+    } finally {
+      sim.control.setCommitPullsLag({ ms: 0 });
+      await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: other.number, state: "closed" });
+    }
+  });
+
+  test("an index that cannot be read makes the shared-head evidence incomplete (transient)", async () => {
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan, indexedOnHead: () => Promise.reject(new Error("database down")) })).evidence;
+    expect(e.sameHeadPullRequests).toMatchObject({ complete: false, cause: "transient" });
+  });
+
+  test("a closed pull request, or one whose head moved on, of the commit's list is no sharer", async () => {
+    const closed = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "closed-copy", headSha: s.headSha, author: "bob" });
+    await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: closed.number, state: "closed" });
+    const e = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan })).evidence;
+    expect(e.sameHeadPullRequests).toEqual({ complete: true, items: [{ number: s.pullNumber, headSha: s.headSha }] });
+  });
+
+  test("a fresh files list is proven by the head's pull-request list when it names the pull request, else by reading the pull request", async () => {
+    const pullPath = `/repos/acme/web/pulls/${s.pullNumber}`;
+    sim.requests.length = 0;
+    const proven = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(proven.evidence.files.complete).toBe(true);
+    expect(sim.requests.filter((q) => q.path === pullPath)).toHaveLength(1);
+    // The list lags (it does not name the pull request): the pull request is read again after the files.
+    const repo = sim.control.mustRepo(s.org, s.repo);
+    sim.control.commitPullsVisibleAt.set(repo.pulls.get(s.pullNumber)!.id, Date.now() + 60_000);
+    sim.requests.length = 0;
+    try {
+      const read = gathered(await clientFor(sim, s).gatherEvidence(request(), { planLookups: fixturePlan }));
+      expect(read.evidence.files.complete).toBe(true);
+      expect(sim.requests.filter((q) => q.path === pullPath)).toHaveLength(2);
+      expect(read.requests).toBe(proven.requests + 1);
+    } finally {
+      sim.control.commitPullsVisibleAt.clear();
+    }
+  });
 });

@@ -2,8 +2,9 @@
 // Order: the pull request first (its changed_files is checked against MAX_PULL_REQUEST_FILES before listing); then, in parallel,
 // files (kept by head and base commit), reviews, code-owners file and repository policy at the base commit (kept by commit),
 // organization policy at the organization policy repository's default-branch head (kept by that commit; the head itself asked
-// again unless confirmed within the evaluation's authority epoch moments ago), and the open pull requests on the same head;
-// a fresh file list is proven by the pull request read again after it; then, in rounds, the directory facts the decision core
+// again unless confirmed within the evaluation's authority epoch moments ago), and the open pull requests on the same head
+// (the forge's list of the head's pull requests, united with the store's open-pull-request index: DESIGN 3.9); a fresh file
+// list is proven by a read of the pull request after it (that list, when it names the pull request); then, in rounds, the directory facts the decision core
 // still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
 // list that looks whole.
 import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
@@ -12,13 +13,13 @@ import {
   type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
 } from "../evaluation/evidence.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
-import { MAX_CODEOWNERS_BYTES, MAX_OPEN_PULL_REQUESTS, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
+import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
 import { fileListKey, type ForgeCaches } from "./caches.ts";
 import { type HeadReuse, readAtDefaultBranchHead, readFile } from "./contents.ts";
 import * as directory from "./directory.ts";
 import { ForgeError } from "./errors.ts";
 import { gap, gapFromError, listAll } from "./pagination.ts";
-import { getPullRequest, listOpenPullRequests, type OpenPullRequestSummary, type PullRequestDetails } from "./pull-requests.ts";
+import { getPullRequest, listPullRequestsOfCommit, openOnHead, type PullOfCommit, type PullRequestDetails } from "./pull-requests.ts";
 import type { CallOptions, Transport } from "./transport.ts";
 import { int, object, optStr, str, type Json } from "./validate.ts";
 
@@ -59,6 +60,12 @@ export interface GatherOptions {
    * pull-handoff.ts): used instead of reading it again. Absent: read here.
    */
   knownPullRequest?: PullRequestDetails;
+  /**
+   * The open pull requests the store's open-pull-request index names on a head (DESIGN 3.9), united with the forge's list of
+   * the head's pull requests for the shared-head check. Absent: the forge's list alone. A rejection makes that evidence
+   * incomplete (transient).
+   */
+  indexedOnHead?: (headSha: string) => Promise<readonly number[]>;
 }
 
 export type GatherResult =
@@ -88,25 +95,35 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
   const base = { installationId, owner, repo };
 
   // The file list at this head and base is kept once proven (fileListKey). Its pages are separate requests, and a push
-  // between two of them mixes two heads while the count can still match: a fresh list is proven by the pull request read
-  // after it (provenFiles), and only a proven one is used, and kept under those commits.
+  // between two of them mixes two heads while the count can still match: a fresh list is proven by a read of the pull
+  // request after it (provenFiles), and only a proven one is used, and kept under those commits. The head's pull requests
+  // (the shared-head check, DESIGN 3.9) are asked for after a fresh list, so that their answer is that read when it names
+  // this pull request: one request fewer per fresh list.
   const filesAt = fileListKey({ ...base, number: pr.number, headSha: pr.headSha, baseSha: pr.baseSha });
   const keptFiles = caches.fileLists.get(filesAt);
-  const listedFiles = keptFiles ? Promise.resolve<Listed<ChangedFile>>({ complete: true, items: keptFiles }) : provenFiles(t, request, pr, call);
-  const [files, reviews, codeowners, repositoryPolicy, organizationPolicy, open] = await Promise.all([
-    listedFiles,
+  const ofCommit = () => listPullRequestsOfCommit(t, installationId, owner, repo, pr.headSha, call);
+  const filesAndPulls: Promise<[Listed<ChangedFile>, Listed<PullOfCommit>]> = keptFiles
+    ? ofCommit().then((pulls) => [{ complete: true, items: keptFiles }, pulls])
+    : provenFiles(t, request, pr, call, ofCommit);
+  const indexed: Promise<Listed<number>> = options.indexedOnHead
+    ? options.indexedOnHead(pr.headSha).then((items) => ({ complete: true as const, items: [...items] }), () => gap("transient", "the open-pull-request index could not be read"))
+    : Promise.resolve({ complete: true, items: [] });
+  const [[files, ofHead], reviews, codeowners, repositoryPolicy, organizationPolicy, fromIndex] = await Promise.all([
+    filesAndPulls,
     listReviews(t, request, call),
     readCodeowners(t, caches.files, { ...base, ref: pr.baseSha }, call),
     readFile(t, caches.files, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
     pr.repository.ownerType === "Organization"
       ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call, options.organizationPolicyReuse)
       : Promise.resolve<FileRead>({ kind: "missing" }),
-    listOpen(t, request, call),
+    indexed,
   ]);
   if (!keptFiles && files.complete) caches.fileLists.set(filesAt, files.items);
-  const sameHead: Listed<OpenPullRequestRef> = open.complete
-    ? { complete: true, items: open.items.filter((p) => p.headSha === pr.headSha).map((p) => ({ number: p.number, headSha: p.headSha })) }
-    : open;
+  // Shared head: the forge's open pull requests on the head, united with the index's (either naming another makes it shared).
+  const sameHead: Listed<OpenPullRequestRef> = !ofHead.complete ? ofHead : !fromIndex.complete ? fromIndex : {
+    complete: true,
+    items: [...new Map([...openOnHead(ofHead.items, pr.headSha), ...fromIndex.items.map((number) => ({ number, headSha: pr.headSha }))].map((p) => [p.number, p])).values()],
+  };
 
   // The change preview (issue 19 item 2): only when the pull request changes a policy file that matters, its head version.
   const headFiles = files.complete ? await readHeadFiles(t, caches.files, { ...base, ref: pr.headSha }, files.items, codeowners, repositoryPolicy, request.policyPath, call) : null;
@@ -134,23 +151,28 @@ function plain<T>(listed: Listed<T>): Listed<T> {
 }
 
 /**
- * The files list, proven to be of the head and base read before it: the pull request read after the list (a conditional
- * request: 304 when nothing changed) must still show both, else a push (or a base change) may have come between two of its
- * pages, and the list is incomplete (transient: the job retries and then reads the new head).
+ * The files list, proven to be of the head and base read before it: a read of the pull request after the list must still
+ * show both, else a push (or a base change) may have come between two of its pages, and the list is incomplete (transient:
+ * the job retries and then reads the new head). That read is the head's pull-request list asked for after the files
+ * (`ofCommit`) when it names this pull request; else the pull request itself (a conditional request: 304 when nothing
+ * changed). Answers the list and the head's pull requests.
  */
-async function provenFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile>> {
+async function provenFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions, ofCommit: () => Promise<Listed<PullOfCommit>>): Promise<[Listed<ChangedFile>, Listed<PullOfCommit>]> {
   const listed = await listFiles(t, r, pr, call);
-  if (!listed.complete) return listed;
-  let after: PullRequestDetails;
-  try {
-    after = await getPullRequest(t, r.installationId, r.owner, r.repo, r.number, call);
-  } catch (error) {
-    return gapFromError(error);
+  const pulls = await ofCommit();
+  if (!listed.complete) return [listed, pulls];
+  let after: { headSha: string; baseSha: string } | undefined = pulls.complete ? pulls.items.find((p) => p.number === pr.number) : undefined;
+  if (after === undefined) {
+    try {
+      after = await getPullRequest(t, r.installationId, r.owner, r.repo, r.number, call);
+    } catch (error) {
+      return [gapFromError(error), pulls];
+    }
   }
   if (after.headSha !== pr.headSha || after.baseSha !== pr.baseSha) {
-    return gap("transient", `${FILES}: the pull request's ${after.headSha !== pr.headSha ? "head" : "base"} commit changed while its files were listed`);
+    return [gap("transient", `${FILES}: the pull request's ${after.headSha !== pr.headSha ? "head" : "base"} commit changed while its files were listed`), pulls];
   }
-  return listed;
+  return [listed, pulls];
 }
 
 async function listFiles(t: Transport, r: EvidenceRequest, pr: PullRequestDetails, call: CallOptions): Promise<Listed<ChangedFile>> {
@@ -222,11 +244,6 @@ async function readHeadFiles(
   }
   const repositoryPolicy = needed.repositoryPolicy ? await readFile(t, cache, { ...at, path: policyPath }, MAX_POLICY_FILE_BYTES, call) : basePolicy;
   return { codeowners, repositoryPolicy };
-}
-
-/** The repository's open pull requests (the shared-head rule reads those on this head; see gatherEvidence). */
-function listOpen(t: Transport, r: EvidenceRequest, call: CallOptions): Promise<Listed<OpenPullRequestSummary>> {
-  return listOpenPullRequests(t, r.installationId, r.owner, r.repo, { max: MAX_OPEN_PULL_REQUESTS }, call);
 }
 
 /** Rounds of directory lookups per evaluation: the lazy plan needs two (user routes, then team routes where still needed). */

@@ -17,6 +17,9 @@ let s: Scenario;
 const keys = generateAppKeys();
 /** The repository whose open pull requests change between two readings (conditional requests). */
 const LISTS = "lists";
+/** The repository whose 250 open pull requests share one head, SHARED. */
+const HEADS = "heads";
+const SHARED = "a".repeat(40);
 
 beforeAll(async () => {
   sim = startForgeSimulator();
@@ -26,10 +29,12 @@ beforeAll(async () => {
   addOpenPullRequests(sim, { owner: s.org, repo: s.repo, count: 249 }); // with the scenario's own: 250
   for (let i = 0; i < 249; i++) c.createInstallation({ appId: s.appId, account: c.createOrganization({ login: `org-${i}` }).login }); // 250
   c.createRepository({ owner: s.org, name: LISTS });
-  for (let i = 0; i < 247; i++) c.createRepository({ owner: s.org, name: `repo-${i}` }); // with web, .forge and lists: 250
+  for (let i = 0; i < 246; i++) c.createRepository({ owner: s.org, name: `repo-${i}` }); // with web, .forge, lists and heads: 250
   const lists = c.mustRepo(s.org, LISTS);
   lists.nextNumber = 1000;
   addOpenPullRequests(sim, { owner: s.org, repo: LISTS, count: 150 });
+  c.createRepository({ owner: s.org, name: HEADS });
+  for (const number of addOpenPullRequests(sim, { owner: s.org, repo: HEADS, count: 250 })) c.mustRepo(s.org, HEADS).pulls.get(number)!.headSha = SHARED;
 }, 30_000);
 afterEach(() => { sim.faults.clear(); });
 afterAll(async () => { await sim.stop(); });
@@ -75,8 +80,7 @@ async function streamed(client: ForgeClient, repo: string): Promise<Listed<unkno
 const LISTS_READ: ListCase[] = [
   { name: "changed files", path: "/repos/acme/web/pulls/1/files", size: 232, counted: true, read: async (c) => (await evidence(c)).files },
   { name: "reviews", path: "/repos/acme/web/pulls/1/reviews", size: 250, read: async (c) => (await evidence(c)).reviews },
-  // Only the pull requests on the head are kept (the scenario's own; the others have heads of their own).
-  { name: "open pull requests (shared-head evidence)", path: "/repos/acme/web/pulls", size: 1, read: async (c) => (await evidence(c)).sameHeadPullRequests },
+  { name: "pull requests of a head (shared-head evidence, exact-head invalidation)", path: `/repos/acme/${HEADS}/commits/${SHARED}/pulls`, size: 250, read: (c) => c.listOpenPullRequestsOnHead(s.installationId, s.org, HEADS, SHARED) },
   { name: "open pull requests (fan-out)", path: "/repos/acme/web/pulls", size: 250, read: (c) => c.listOpenPullRequests(s.installationId, s.org, s.repo) },
   { name: "open pull requests (reconciler, streamed)", path: "/repos/acme/web/pulls", size: 250, read: (c) => streamed(c, s.repo) },
   { name: "installations", path: "/app/installations", size: 250, read: (c) => c.listInstallations() },

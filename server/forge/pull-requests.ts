@@ -9,6 +9,7 @@ import { bool, int, object, sha, str, type Json, zonedTimestampMs } from "./vali
 const PULL = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
 const PULLS = "GET /repos/{owner}/{repo}/pulls";
 const REPO = "GET /repos/{owner}/{repo}";
+const COMMIT_PULLS = "GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls";
 
 export interface PullRequestDetails extends PullRequestFacts {
   readonly headRef: string;
@@ -58,14 +59,44 @@ export function toPullRequestDetails(value: unknown): PullRequestDetails {
   };
 }
 
-function toOpenSummary(value: unknown): OpenPullRequestSummary {
-  const p = object(value, PULLS);
-  const head = object(p.head, PULLS);
-  const base = object(p.base, PULLS);
+function toOpenSummary(value: unknown, route = PULLS): OpenPullRequestSummary {
+  const p = object(value, route);
+  const head = object(p.head, route);
+  const base = object(p.base, route);
   return {
-    number: int(p, "number", PULLS), headSha: sha(head, "sha", PULLS), headRef: str(head, "ref", PULLS), baseRef: str(base, "ref", PULLS),
-    baseSha: sha(base, "sha", PULLS), draft: typeof p.draft === "boolean" ? p.draft : false,
+    number: int(p, "number", route), headSha: sha(head, "sha", route), headRef: str(head, "ref", route), baseRef: str(base, "ref", route),
+    baseSha: sha(base, "sha", route), draft: typeof p.draft === "boolean" ? p.draft : false,
   };
+}
+
+/** A pull request the forge associates with a commit: any state (callers keep the open ones whose head it is). */
+export interface PullOfCommit extends OpenPullRequestSummary {
+  readonly state: string;
+}
+
+/**
+ * The pull requests the forge associates with a commit (DESIGN 3.9: the shared-head check without listing the repository),
+ * every page up to MAX_OPEN_PULL_REQUESTS, held to the complete-or-incomplete rule of every list. The forge computes this
+ * list asynchronously (a new pull request may be missing for seconds) and names merged or closed ones too: openOnHead keeps
+ * the open pull requests whose head is exactly the commit.
+ */
+export async function listPullRequestsOfCommit(
+  t: Transport, installationId: number, owner: string, repo: string, commitSha: string, call?: CallOptions,
+): Promise<Listed<PullOfCommit> & { retryAfterMs?: number | null }> {
+  const listed = await listAll((params, c) => t.installation(installationId, COMMIT_PULLS, params, c), {
+    route: COMMIT_PULLS, params: { owner, repo, commit_sha: commitSha }, maxItems: MAX_OPEN_PULL_REQUESTS, key: (item) => (item as Json | null)?.number,
+  }, call);
+  if (!listed.complete) return listed;
+  try {
+    return { complete: true, items: listed.items.map((value) => ({ ...toOpenSummary(value, COMMIT_PULLS), state: str(object(value, COMMIT_PULLS), "state", COMMIT_PULLS) })) };
+  } catch (error) {
+    return gapFromError(error);
+  }
+}
+
+/** The open pull requests whose head is exactly `headSha`, of a commit's pull requests. */
+export function openOnHead(items: readonly PullOfCommit[], headSha: string): OpenPullRequestRef[] {
+  return items.filter((p) => p.state === "open" && p.headSha === headSha).map((p) => ({ number: p.number, headSha: p.headSha }));
 }
 
 export async function getPullRequest(t: Transport, installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<PullRequestDetails> {
@@ -88,7 +119,7 @@ export async function listOpenPullRequests(
   }, call);
   if (!listed.complete) return listed;
   try {
-    return { complete: true, items: listed.items.map(toOpenSummary) };
+    return { complete: true, items: listed.items.map((item) => toOpenSummary(item)) };
   } catch (error) {
     return gapFromError(error);
   }

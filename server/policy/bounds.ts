@@ -16,7 +16,7 @@ export const MAX_PULL_REQUEST_FILES = 3_000;
 /** Reviews of one pull request (DESIGN 3.6). */
 export const MAX_REVIEWS = 1_000;
 
-/** Open pull requests listed for the shared-head check (DESIGN 3.6). */
+/** Open pull requests on one head, for the shared-head check and exact-head invalidation (DESIGN 3.6, 3.9). */
 export const MAX_OPEN_PULL_REQUESTS = 1_000;
 
 /** Distinct owners resolved in one evaluation (DESIGN 3.6). */

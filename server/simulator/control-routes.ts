@@ -41,6 +41,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "webhook-target": (c, b) => c.control.setWebhookTarget(b ?? {}),
   "faults": (c, b) => ({ id: c.faults.add(b as Fault) }),
   "faults-clear": (c) => c.faults.clear(),
+  "commit-pulls-lag": (c, b) => c.control.setCommitPullsLag(b),
   "requests": (c) => c.requests,
   "requests-clear": (c) => { c.requests.length = 0; },
   "request-counts": (c) => c.counter.snapshot(),

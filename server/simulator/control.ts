@@ -22,10 +22,29 @@ export interface ControlOptions { baseUrl: () => string; webhookUrl?: string; we
 export class SimulatorControl {
   readonly deliveries: WebhookDelivery[] = [];
   private clock = Date.parse("2026-01-01T00:00:00Z");
+  /**
+   * The lag fault of `GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls` (the forge computes that list asynchronously):
+   * a pull request opened, or moved to a new head, while it is set is missing from the list of its head for this many ms of
+   * real time. 0: no lag.
+   */
+  commitPullsLagMs = 0;
+  /** Per pull request ID: when (Date.now()) its current head's commit-pulls list shows it; absent: already. */
+  readonly commitPullsVisibleAt = new Map<number, number>();
 
   constructor(readonly state: ForgeState, private readonly options: ControlOptions) {}
 
   now(): string { this.clock += 1000; return new Date(this.clock).toISOString(); }
+
+  /** Sets the commit-pulls lag (ms) for pull requests opened or moved from now on. */
+  setCommitPullsLag(args: { ms: number }): void {
+    if (!Number.isSafeInteger(args.ms) || args.ms < 0) throw new ControlError(422, "ms must be a non-negative integer");
+    this.commitPullsLagMs = args.ms;
+  }
+
+  private lagCommitPulls(pr: PullRequest): void {
+    if (this.commitPullsLagMs > 0) this.commitPullsVisibleAt.set(pr.id, Date.now() + this.commitPullsLagMs);
+    else this.commitPullsVisibleAt.delete(pr.id);
+  }
 
   setWebhookTarget(target: { url?: string; secret?: string }): void {
     this.options.webhookUrl = target.url;
@@ -141,6 +160,7 @@ export class SimulatorControl {
     for (const pr of repo.pulls.values()) {
       if (pr.state === "open" && pr.headRef === args.branch && pr.headSha !== commit.sha) {
         pr.headSha = commit.sha;
+        this.lagCommitPulls(pr);
         pr.baseSha = repo.branches.get(pr.baseRef) ?? pr.baseSha;
         pr.updatedAt = at;
         await this.emitPull(repo, pr, "synchronize", { before, after: commit.sha }, args.sender);
@@ -168,6 +188,7 @@ export class SimulatorControl {
       createdAt: at, updatedAt: at, closedAt: null,
     };
     repo.pulls.set(pr.number, pr);
+    this.lagCommitPulls(pr);
     await this.emitPull(repo, pr, "opened", {}, args.author);
     return pr;
   }

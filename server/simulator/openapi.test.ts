@@ -43,6 +43,7 @@ const samples = (): Record<string, { url: string; body?: unknown; accept?: strin
     "GET /repos/{owner}/{repo}": { url: r, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/pulls/{pull_number}": { url: `${r}/pulls/${s.pullNumber}`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/pulls": { url: `${r}/pulls?state=open`, status: 200, auth: "token" },
+    "GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls": { url: `${r}/commits/${s.headSha}/pulls`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/pulls/{pull_number}/files": { url: `${r}/pulls/${s.pullNumber}/files`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews": { url: `${r}/pulls/${s.pullNumber}/reviews`, status: 200, auth: "token" },
     "GET /repos/{owner}/{repo}/contents/{path}": { url: `${r}/contents/.forge%2FCODEOWNERS?ref=${s.baseSha}`, status: 200, auth: "token" },

@@ -257,3 +257,27 @@ describe("a branch head by the SHA media type", () => {
     expect((await get("/repos/acme/.forge/commits/no-such-branch", auth, sha)).status).toBe(404);
   });
 });
+
+describe("pull requests of a commit", () => {
+  const pullsOf = async (sha: string, auth: string) => {
+    const res = await get(`/repos/${s.org}/${s.repo}/commits/${sha}/pulls?per_page=100`, auth);
+    return { status: res.status, numbers: ((await res.json()) as { number: number; head: { sha: string } }[]).map((p) => [p.number, p.head.sha === sha]) };
+  };
+  test("lists the pull requests whose head is the commit, and one opened within the lag fault only once the lag has passed", async () => {
+    const auth = `token ${(await token()).body.token}`;
+    expect(await pullsOf(s.headSha, auth)).toEqual({ status: 200, numbers: [[s.pullNumber, true]] });
+    sim.control.setCommitPullsLag({ ms: 300 });
+    try {
+      const second = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "lagging", headSha: s.headSha, author: "erin" });
+      expect(await pullsOf(s.headSha, auth)).toEqual({ status: 200, numbers: [[s.pullNumber, true]] });
+      // The pull request itself and the repository's listing show it at once: only this list lags.
+      expect((await get(`/repos/${s.org}/${s.repo}/pulls/${second.number}`, auth)).status).toBe(200);
+      await Bun.sleep(350);
+      expect(await pullsOf(s.headSha, auth)).toEqual({ status: 200, numbers: [[s.pullNumber, true], [second.number, true]] });
+      await sim.control.setPullRequestState({ owner: s.org, repo: s.repo, number: second.number, state: "closed" });
+    } finally {
+      sim.control.setCommitPullsLag({ ms: 0 });
+    }
+    expect(() => sim.control.setCommitPullsLag({ ms: -1 })).toThrow();
+  });
+});

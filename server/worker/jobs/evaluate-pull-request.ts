@@ -1,7 +1,7 @@
 import { plain } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
 import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
-import { type JobRow, readFences, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
+import { type JobRow, readFences, readIndexedOnHead, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { LeaseLost, RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
@@ -36,6 +36,8 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
       planLookups: (evidence, known) => evaluator.plan(evidence, known, signal), signal, priority: priorityOf(row),
       organizationPolicyReuse: { authorityEpoch: before.authorityEpoch, nowMs: ctx.now() },
       ...(handed ? { knownPullRequest: handed } : {}),
+      // The store's open-pull-request index, united with the forge's pull requests of the head (DESIGN 3.9).
+      indexedOnHead: (headSha) => ctx.store.execute(() => readIndexedOnHead(repository.repositoryId, headSha)),
     },
   );
   if (gathered.kind === "unavailable") {
