@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing, migrateDatabase, openStore,
-  pruneIndexBatch, readIndexedOnHead, readIndexPage, type Store,
+  pruneIndexBatch, readIndexedOnHead, readIndexPage, run, type Store,
 } from "./index.ts";
 
 /** The open-pull-request index (DESIGN 3.9, migration 0006): acceptance writes, streamed listings, lookups and pruning. */
@@ -49,29 +49,39 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }]);
   });
 
-  test("a synchronize advances the head it left and queues that head's invalidation in the same acceptance", async () => {
+  test("a synchronize queues the invalidation of the head it left in the same acceptance, at that head's S, without advancing it", async () => {
     await open();
     await deliver(7, H2, { index: { kind: "upsert", baseRef: "main" } });
     await deliver(8, H2, { index: { kind: "upsert", baseRef: "main" } });
-    // Both heads' orders: the old head sorting before and after the new one.
-    for (const [from, to] of [[H2, H3], [H3, H1]] as const) {
-      const before = await store.execute(function* () {
-        return yield* all<{ shared_generation: number }>("select shared_generation from head_generations where repository_id = 40 and head_sha = $1", from);
-      });
-      const outcome = await deliver(7, to, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: from });
-      expect(outcome).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: expect.any(Number) });
-      const state = await store.execute(function* () {
-        const heads = yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from head_generations where repository_id = 40 and head_sha = $1", from);
-        const jobs = yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from jobs where kind = 'head_invalidation' and head_sha = $1", from);
-        return { head: Number(heads[0]!.shared_generation), job: jobs.map((job) => Number(job.shared_generation)) };
-      });
-      expect(state).toEqual({ head: Number(before[0]!.shared_generation) + 1, job: [Number(before[0]!.shared_generation) + 1] });
-    }
-    const delivered = await store.execute(function* () {
-      return yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from webhook_deliveries where delivery_id = $1", `d-${deliveries}`);
+    await store.execute(() => run("delete from jobs"));
+    const heads = () => store.execute(function* () {
+      return (yield* all<{ head_sha: string; shared_generation: number }>("select head_sha, shared_generation from head_generations where repository_id = 40 order by head_sha"))
+        .map((row) => [row.head_sha, Number(row.shared_generation)]);
     });
-    // The delivery records its own head's S, not the old head's.
-    expect(delivered.map((row) => [row.head_sha, Number(row.shared_generation)])).toEqual([[H1, 1]]);
+    const invalidations = () => store.execute(function* () {
+      return (yield* all<{ head_sha: string; shared_generation: number; run_at_ms: number }>("select head_sha, shared_generation, run_at_ms from jobs where kind = 'head_invalidation' order by head_sha"))
+        .map((row) => [row.head_sha, Number(row.shared_generation), Number(row.run_at_ms)]);
+    });
+    // The old head sorting after the new one, then before it; the new head's row is held for its fast path, the old one's is not.
+    const outcome = await deliver(7, H1, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H2, heldUntil: 5_000 }, 1_000);
+    expect(outcome).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 2 });
+    expect(await heads()).toEqual([[H1, 1], [H2, 2]]);
+    expect(await invalidations()).toEqual([[H1, 1, 5_000], [H2, 2, 1_000]]);
+    await store.execute(() => run("delete from jobs"));
+    await deliver(8, H3, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H2, heldUntil: 5_000 }, 1_000);
+    expect(await heads()).toEqual([[H1, 1], [H2, 2], [H3, 1]]);
+    expect(await invalidations()).toEqual([[H2, 2, 1_000], [H3, 1, 5_000]]);
+    // A live row of the old head keeps its run time (held by a fast path on it) and is marked to run again.
+    await store.execute(() => run("update jobs set run_at_ms = 9000, merges = 0 where head_sha = $1", H2));
+    await deliver(7, H3, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H2 }, 1_000);
+    const merged = await store.execute(function* () {
+      return yield* all<{ run_at_ms: number; merges: number }>("select run_at_ms, merges from jobs where kind = 'head_invalidation' and head_sha = $1", H2);
+    });
+    expect(merged.map((row) => [Number(row.run_at_ms), Number(row.merges)])).toEqual([[9_000, 1]]);
+    // A head never seen gets its row at S 0.
+    await deliver(9, H2, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: "9".repeat(40) }, 1_000);
+    expect((await invalidations()).find(([head]) => head === "9".repeat(40))).toEqual(["9".repeat(40), 0, 1_000]);
+    expect(await onHead(H3)).toEqual([7, 8]);
   });
 
   test("a complete listing replaces the repository's rows, keeping what a delivery wrote after it started; an incomplete one removes nothing", async () => {

@@ -98,6 +98,23 @@ function queueHeadInvalidation(repo: RepositoryRef, headSha: string, now: number
 }
 
 /**
+ * The exact-head invalidation row of a head a pull request left, at its current S (0 without a row), claimable now. A live
+ * row of the head is only marked to run again (merges): its run time (held while a fast path on that head is in flight)
+ * and generation stay.
+ */
+export const MERGE_LEFT_HEAD = "merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms";
+function queueLeftHeadInvalidation(repo: RepositoryRef, headSha: string, now: number): Query {
+  return query(
+    "run",
+    `insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
+     values ('head_invalidation', 0, $1, $2, $3, $4, $5, coalesce((select shared_generation from head_generations where repository_id = $2 and head_sha = $5), 0), $6, $6, $6)
+     on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
+     do update set ${MERGE_LEFT_HEAD}`,
+    repo.installationId, repo.repositoryId, repo.owner, repo.name, headSha, now,
+  );
+}
+
+/**
  * The evaluation row at the pull request's current evaluation generation and the installation's current authority epoch;
  * `background` when a reconciler scan or a fan-out asked for it (0003_background_work).
  */
@@ -126,13 +143,15 @@ export function advanceAndQueue(repo: RepositoryRef, work: AdvanceWork, now: num
   const heads = [...new Set(work.heads ?? [])].sort();
   const pulls = [...new Map((work.pulls ?? []).map((pull) => [pull.number, pull])).values()].sort((a, b) => a.number - b.number);
   const invalidated = work.invalidated ? { repositoryId: repo.repositoryId, ...work.invalidated, now } : null;
+  const invalidations = [...heads.map((head) => ({ head, left: false })), ...[...new Set(work.leftHeads ?? [])].filter((head) => !heads.includes(head)).map((head) => ({ head, left: true }))]
+    .sort((a, b) => (a.head < b.head ? -1 : a.head > b.head ? 1 : 0));
   return [
     ...(invalidated ? [advanceInvalidatedGeneration(invalidated)] : []),
     ...heads.map((head) => advanceSharedGeneration(repo, head, now)),
     ...pulls.map((pull) => advanceEvaluationGeneration(repo, pull.number, now)),
     ...(work.index ?? []),
     ...(invalidated ? [settleHeadInvalidation(invalidated)] : []),
-    ...heads.map((head) => queueHeadInvalidation(repo, head, now, work.heldUntil ?? now)),
+    ...invalidations.map(({ head, left }) => left ? queueLeftHeadInvalidation(repo, head, now) : queueHeadInvalidation(repo, head, now, work.heldUntil ?? now)),
     ...pulls.map((pull) => queueEvaluation(repo, pull.number, pull.headSha, now, work.background === true, work.heldUntil ?? now)),
   ];
 }
@@ -152,6 +171,11 @@ export type AdvanceWork = {
   readonly heldUntil?: number;
   /** Only background work (a reconciler scan, a fan-out) asks for these evaluations; webhook-driven work when absent. */
   readonly background?: boolean;
+  /**
+   * Heads a pull request left (a `synchronize`'s `before`): each gets its exact-head invalidation row at its current S (0
+   * without a row), claimable now, without advancing S: only who is on the head changed (DESIGN 3.8).
+   */
+  readonly leftHeads?: readonly string[];
   /** Writes to the open-pull-request index (open-pull-index.ts), after the generations and before the work rows (store.ts). */
   readonly index?: readonly Query[];
 };
