@@ -1,7 +1,7 @@
 import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
-  acquireElectionLease, type ElectionLease, pruneDeliveryBatch, prunePublishedBatch, queueMissingWork, readEvaluations, renewElectionLease, type RepositoryRef,
+  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, pruneDeliveryBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork, readEvaluations, renewElectionLease, type RepositoryRef,
   type SeenEvaluation, type Store,
 } from "../store/index.ts";
 import { dueReason } from "./sweep.ts";
@@ -145,7 +145,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
    */
   const scanRepository = async (ref: RepositoryRef, max: number): Promise<number> => {
     const where = { installation: ref.installationId, repository: ref.repositoryId };
-    let listing = newListingId();
+    const indexListing = (): IndexListing => ({ installationId: ref.installationId, repositoryId: ref.repositoryId, listingId: newListingId(), startedAtMs: now(), lease: settings.lease });
+    let listing = indexListing();
     let pass = 0;
     let listed = 0;
     let unchanged = 0;
@@ -158,7 +159,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         if (at.pass !== pass) {
           // The pages told so far belong to a reading that was given up: the list is told again from its first page.
           pass = at.pass;
-          listing = newListingId();
+          listing = indexListing();
           listed = 0;
           unchanged = 0;
         }
@@ -189,20 +190,30 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       else problem("pull_requests_unavailable", { ...where, cause: outcome.cause });
       return listed;
     }
-    // ─── h8's open-pull-request index (DESIGN 3.9), wired by the lead at merge ───────────────────────────────────────────
-    // A complete listing replaces the repository's index rows: what every page of `listing` upserted stays, the rest goes.
-    //   await store.execute(() => indexListingComplete(ref.repositoryId, listing));
-    // A database error there is reported like a queueing one: problem("queue_failed", { ...where, code: errorCode(error) }).
-    // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+    // A complete listing replaces the repository's open-pull-request index rows (DESIGN 3.9): what every page of `listing`
+    // upserted stays, and so does what a delivery wrote since the listing started; the rest goes. An incomplete one (above)
+    // changes nothing but what its pages upserted.
+    let completed: number | null;
+    try {
+      completed = await store.execute(() => indexListingComplete(listing, now()));
+    } catch (error) {
+      problem("queue_failed", { ...where, code: errorCode(error) });
+      return listed;
+    }
+    if (completed === null) throw new Stop("lease_lost");
     return listed;
   };
 
-  /** One validated page: its recorded evaluations, then its due pull requests queued (and, at merge, its index rows). */
-  const scanPage = async (ref: RepositoryRef, listing: string, items: readonly OpenPullItem[]): Promise<{ unchanged: number; queued: number; kept: number }> => {
-    // ─── h8's open-pull-request index (DESIGN 3.9), wired by the lead at merge ───────────────────────────────────────────
-    // Every page of a listing is upserted under the listing's ID before its work is queued:
-    //   await store.execute(() => indexListingPage(ref.repositoryId, listing, items.map((p) => ({ number: p.number, headSha: p.headSha, baseRef: p.baseRef }))));
-    // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+  /** One validated page: its index rows, its recorded evaluations, then its due pull requests queued. */
+  const scanPage = async (ref: RepositoryRef, listing: IndexListing, items: readonly OpenPullItem[]): Promise<{ unchanged: number; queued: number; kept: number }> => {
+    // Every page of a listing is upserted into the open-pull-request index under the listing's ID before its work is queued.
+    let indexed: boolean;
+    try {
+      indexed = await store.execute(() => indexListingPage(listing, items.map((p) => ({ number: p.number, headSha: p.headSha, baseRef: p.baseRef })), now()));
+    } catch (error) {
+      throw new PageProblem("queue_failed", { code: errorCode(error) });
+    }
+    if (!indexed) throw new Stop("lease_lost");
     let seen: Map<number, SeenEvaluation>;
     try {
       seen = new Map((await store.execute(() => readEvaluations(ref.repositoryId, items.map((p) => p.number)))).map((row) => [Number(row.pull_number), row]));
@@ -286,6 +297,8 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: 
   const delivered = await pruneBatches(deps, interrupted, "expired delivery IDs", () => pruneDeliveryBatch(settings.lease, cutoff, now()));
   const horizon = now() - 2 * settings.fullSweepMs;
   await pruneBatches(deps, interrupted, "stale published-state records", () => prunePublishedBatch(settings.lease, { evaluationCutoffMs: horizon, checkCutoffMs: horizon }, now()));
+  // Index rows no complete listing renewed for as long: a repository no longer listed (DESIGN 3.9).
+  await pruneBatches(deps, interrupted, "stale open-pull-request index rows", () => pruneIndexBatch(settings.lease, horizon, now()));
   return delivered;
 }
 

@@ -83,6 +83,23 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(await t.lastSuccess()).toBe(t.clock.now() / 1000);
   });
 
+  test("a complete listing replaces the repository's open-pull-request index; an incomplete one leaves it as it was", async () => {
+    const store = await setup();
+    const index = () => store.execute(() => all<{ pull_number: number; head_sha: string; base_ref: string | null }>("select pull_number, head_sha, base_ref from open_pull_requests order by pull_number"))
+      .then((rows) => rows.map((row) => [Number(row.pull_number), row.head_sha, row.base_ref]));
+    let listing: () => ListResult = () => whole([pullItem(1, HEAD_A, { base: { ref: "main", sha: HEAD_B } }), pullItem(2, HEAD_B)]);
+    const t = make(store, scriptedForge({ pulls: () => listing() }), { owner: "one-process" });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect(await index()).toEqual([[1, HEAD_A, "main"], [2, HEAD_B, null]]);
+    listing = () => ({ complete: false, cause: "transient", detail: "status 502", retryAfterMs: null });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "partial" });
+    expect(await index()).toEqual([[1, HEAD_A, "main"], [2, HEAD_B, null]]);
+    t.clock.advance(1_000);
+    listing = () => whole([pullItem(2, HEAD_A, { base: { ref: "dev", sha: HEAD_B } })]);
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect(await index()).toEqual([[2, HEAD_A, "dev"]]);
+  });
+
   test("existing active or delayed work is left unchanged", async () => {
     const store = await setup();
     const t = make(store, scriptedForge({ pulls: () => whole([pullItem(1, HEAD_A), pullItem(2, HEAD_B)]) }));
