@@ -55,7 +55,7 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
     ]);
   }, 60_000);
 
-  test("a success whose evaluation record was lost is still reset: its check is remembered (the next scan evaluates it)", async () => {
+  test("a success whose evaluation record was lost is still reset and evaluated again: the open-pull-request index names its pull request", async () => {
     const { harness, sha } = await succeedThenOverflow(["docs-review-bot[bot]", "bob"]);
     const store = openStore(harness.database.target);
     try {
@@ -64,10 +64,10 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
       await store.close();
     }
     await harness.sim.control.commit({ owner: "acme", repo: ".forge", branch: "main", files: { [POLICY_PATH]: "schema_version = 1\n" } });
-    await harness.waitForCheck(sha, { status: "in_progress" });
+    await harness.waitForCheck(sha, { status: "completed", conclusion: "failure" });
     await harness.waitForDrainedQueue();
     expect(logged(harness, "open pull requests not listed (over the bound)")).toEqual([
-      expect.objectContaining({ cause: "over_bound", scoped: false, pull_requests: 0, other_checks: 1, checks_reset: 1 }),
+      expect.objectContaining({ cause: "over_bound", scoped: false, pull_requests: 1, indexed: 1, other_checks: 0, checks_reset: 1 }),
     ]);
   }, 60_000);
 

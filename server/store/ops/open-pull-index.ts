@@ -129,3 +129,17 @@ export function* pruneIndexBatch(lease: ElectionLease, cutoffMs: number, now: nu
     cutoffMs, limit,
   );
 }
+
+/** An index row with what its pull request's recorded evaluation saw (null: no record), for a fan-out's scoping. */
+export type IndexedForFanout = { readonly number: number; readonly headSha: string; readonly recordedHeadSha: string | null; readonly authoritySubjects: string | null };
+
+/** One page of a repository's index after `afterNumber` (null: from the start), joined with the recorded evaluations. */
+export function* readIndexedForFanout(repositoryId: number, afterNumber: number | null, limit: number = INDEX_PAGE_ROWS): Op<IndexedForFanout[]> {
+  const rows = yield* all<{ pull_number: number; head_sha: string; recorded_head_sha: string | null; authority_subjects: string | null }>(
+    `select o.pull_number, o.head_sha, e.head_sha as recorded_head_sha, e.authority_subjects from open_pull_requests o
+       left join pull_evaluations e on e.repository_id = o.repository_id and e.pull_number = o.pull_number
+     where o.repository_id = $1 and o.pull_number > $2 order by o.pull_number limit $3`,
+    repositoryId, afterNumber ?? 0, limit,
+  );
+  return rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha, recordedHeadSha: row.recorded_head_sha, authoritySubjects: row.authority_subjects }));
+}

@@ -1,6 +1,6 @@
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import {
-  decodeSubjects, type JobRow, type PossibleSuccesses, readEvaluations, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
+  decodeSubjects, type IndexedForFanout, type JobRow, type PossibleSuccesses, readEvaluations, readIndexedForFanout, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
   subjectsMeet, type SuccessCursor, supersedeAndQueue, supersedeForFanout,
 } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
@@ -16,7 +16,8 @@ import { RetryLater } from "../errors.ts";
  *   record, another head, subjects over their bound): the others' results cannot change;
  * - base-specific rows do the same for the open pull requests on that base, without resetting checks;
  * - when the open pull requests cannot be listed (over the bound, which anyone can reach by opening pull requests), never
- *   nothing: the pull requests the store knows could hold a success are re-queued instead (fanOutFromStore, DESIGN 3.9).
+ *   nothing: the pull requests the store knows of (the open-pull-request index) or could hold a success (recorded
+ *   evaluations, remembered checks) are re-queued instead (fanOutFromStore, DESIGN 3.9).
  * All of it is background work for the forge request governor, and so are the evaluations it queues: webhook-driven work
  * goes first (server/forge/governor.ts).
  */
@@ -72,25 +73,46 @@ async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: Repo
   const subjects = decodeSubjects(row.authority_subjects);
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
   let requeued = 0;
+  let indexed = 0;
   let otherChecks = 0;
   let resets = 0;
+  // First the open-pull-request index (DESIGN 3.9): every open pull request the store knows of, scoped like affectedBy (no
+  // record, or a record of another head, counts as affected). The numbers and heads it covered are not taken again below.
+  const covered = new Set<number>();
+  const coveredHeads = new Set<string>();
+  for (let after: number | null = null; ;) {
+    const from: number | null = after;
+    const page: IndexedForFanout[] = await ctx.store.execute(() => readIndexedForFanout(repository.repositoryId, from));
+    if (page.length === 0) break;
+    const pulls = page
+      .filter((pull) => pull.recordedHeadSha === null || pull.recordedHeadSha !== pull.headSha || subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects)))
+      .map(({ number, headSha }) => ({ number, headSha }));
+    for (const pull of page) covered.add(pull.number);
+    for (const pull of pulls) coveredHeads.add(pull.headSha);
+    await ctx.store.execute(() => supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped }));
+    resets += await resetChecks(ctx, repository, pulls, deadline);
+    requeued += pulls.length;
+    indexed += pulls.length;
+    after = page.at(-1)!.number;
+  }
   let cursor: SuccessCursor | null = null;
   do {
     const at: SuccessCursor | null = cursor;
     const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
-    const pulls = page.pulls.filter((pull) => subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects))).map(({ number, headSha }) => ({ number, headSha }));
-    await ctx.store.execute(() => supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped, heads: page.heads }));
-    resets += await resetChecks(ctx, repository, [...pulls, ...page.heads.map((headSha) => ({ number: null, headSha }))], deadline);
+    const pulls = page.pulls.filter((pull) => !covered.has(pull.number) && subjectsMeet(subjects, decodeSubjects(pull.authoritySubjects))).map(({ number, headSha }) => ({ number, headSha }));
+    const heads = page.heads.filter((head) => !coveredHeads.has(head));
+    await ctx.store.execute(() => supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped, heads }));
+    resets += await resetChecks(ctx, repository, [...pulls, ...heads.map((headSha) => ({ number: null, headSha }))], deadline);
     requeued += pulls.length;
-    otherChecks += page.heads.length;
+    otherChecks += heads.length;
     cursor = page.next;
   } while (cursor !== null);
-  await ctx.store.execute(() => recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: requeued, open_pull_requests: null, from_store: true, other_checks: otherChecks, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() }));
+  await ctx.store.execute(() => recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: requeued, indexed, open_pull_requests: null, from_store: true, other_checks: otherChecks, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() }));
   ctx.log.warn(
-    { cause, scoped, pull_requests: requeued, other_checks: otherChecks, checks_reset: resets },
-    `open pull requests not listed (${notListed(cause)}): re-queued the ${requeued} pull requests with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""}; of their checks and the ${otherChecks} other remembered checks, ${resets} were set to in progress (the others were in progress already, had no check, or were not reached within the reset bound); any other open pull request waits for the reconciler`,
+    { cause, scoped, pull_requests: requeued, indexed, other_checks: otherChecks, checks_reset: resets },
+    `open pull requests not listed (${notListed(cause)}): re-queued the ${requeued} pull requests the open-pull-request index names (${indexed}) or with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""}; of their checks and the ${otherChecks} other remembered checks, ${resets} were set to in progress (the others were in progress already, had no check, or were not reached within the reset bound); any other open pull request waits for the reconciler`,
   );
-  return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests ${cause})` };
+  return { kind: "done", note: `${requeued} pull requests from the index or with a recorded evaluation re-queued (open pull requests ${cause})` };
 }
 
 /** Best effort within `deadline`: each check set to in_progress (by its remembered ID when known). Returns how many were written. */
