@@ -1,6 +1,6 @@
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import {
-  decodeSubjects, type IndexedForFanout, type JobRow, type PossibleSuccesses, readEvaluations, readIndexedForFanout, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
+  decodeSubjects, type IndexedForFanout, type JobRow, type PossibleSuccesses, readIndexedForFanout, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
   subjectsMeet, type SuccessCursor, supersedeAndQueue, supersedeForFanout,
 } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
@@ -40,35 +40,26 @@ export async function fanOutInstallation(ctx: WorkerContext, row: JobRow, signal
   return { kind: "done", note: `split into ${repositories.length} repositories` };
 }
 
+/**
+ * A repository-wide fan-out never lists the repository's open pull requests (DESIGN 3.9): they come from the store's
+ * open-pull-request index and recorded evaluations (fanOutFromStore), which also scope it by the event's subjects.
+ */
 export async function fanOutRepository(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
-  const repository = repositoryOf(row);
-  const scoped = row.authority_subjects !== null;
-  const subjects = decodeSubjects(row.authority_subjects);
-  const listed = await listOpenPulls(ctx, repository, undefined, signal);
-  if (!listed.complete) return fanOutFromStore(ctx, row, repository, listed.cause, signal);
-  const open = listed.items;
-  const pulls = scoped ? await affectedBy(ctx, repository, subjects, open) : open;
-  await ctx.store.execute(function* () {
-    yield* supersedeForFanout(repository, pulls, ctx.now(), { background: true, scoped });
-    yield* recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: pulls.length, open_pull_requests: open.length, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() });
-  });
-  // A bounded attempt to invalidate each managed check; the queued evaluations publish the new result either way.
-  const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
-  await resetChecks(ctx, repository, pulls, deadline);
-  return { kind: "done", note: `${pulls.length} pull requests re-queued` };
+  return fanOutFromStore(ctx, row, repositoryOf(row), signal);
 }
 
 /**
- * The open pull requests cannot be listed (over the bound: anyone can open pull requests in a public repository), so the
- * fan-out falls back to what the store knows could hold a success (readPossibleSuccesses: every pull request with a
+ * The fan-out from what the store knows (DESIGN 3.9), never a listing of the repository (anyone can push a
+ * public repository over any listing bound by opening pull requests): the open-pull-request index, then what could hold
+ * a success (readPossibleSuccesses: every pull request with a
  * recorded evaluation, every remembered check): each such pull request is superseded, re-queued and its check reset, as
- * a listed one would be (scoped by the event's subjects like affectedBy, an unknown record counting as affected), and each
+ * a listed one would be (scoped by the event's subjects, an unknown record counting as affected), and each
  * remembered check no record names is reset (its pull request has no record, so the reconciler's next scan evaluates it).
  * Page by page: one transaction per page bounds memory and statement size, and no evaluation of the installation
  * publishes while this row is live (the fan-out fence), so the pages need not be one transaction. Any other open pull
  * request holds no success of ours and waits for the reconciler, as the log line says.
  */
-async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: RepositoryRef, cause: string, signal: AbortSignal): Promise<JobOutcome> {
+async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: RepositoryRef, signal: AbortSignal): Promise<JobOutcome> {
   const scoped = row.authority_subjects !== null;
   const subjects = decodeSubjects(row.authority_subjects);
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(ctx.resetTimeoutMs)]);
@@ -76,8 +67,8 @@ async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: Repo
   let indexed = 0;
   let otherChecks = 0;
   let resets = 0;
-  // First the open-pull-request index (DESIGN 3.9): every open pull request the store knows of, scoped like affectedBy (no
-  // record, or a record of another head, counts as affected). The numbers and heads it covered are not taken again below.
+  // First the open-pull-request index (DESIGN 3.9): every open pull request the store knows of, scoped by the event's
+  // subjects (no record, or a record of another head, counts as affected). The numbers and heads it covered are not taken again below.
   const covered = new Set<number>();
   const coveredHeads = new Set<string>();
   for (let after: number | null = null; ;) {
@@ -108,11 +99,11 @@ async function fanOutFromStore(ctx: WorkerContext, row: JobRow, repository: Repo
     cursor = page.next;
   } while (cursor !== null);
   await ctx.store.execute(() => recordAudit({ kind: "fanout", installationId: repository.installationId, repositoryId: repository.repositoryId, pullNumber: null, headSha: null, outcome: "queued", detail: { pull_requests: requeued, indexed, open_pull_requests: null, from_store: true, other_checks: otherChecks, scoped, authority_epoch: row.authority_epoch }, now: ctx.now() }));
-  ctx.log.warn(
-    { cause, scoped, pull_requests: requeued, indexed, other_checks: otherChecks, checks_reset: resets },
-    `open pull requests not listed (${notListed(cause)}): re-queued the ${requeued} pull requests the open-pull-request index names (${indexed}) or with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""}; of their checks and the ${otherChecks} other remembered checks, ${resets} were set to in progress (the others were in progress already, had no check, or were not reached within the reset bound); any other open pull request waits for the reconciler`,
+  ctx.log.info(
+    { scoped, pull_requests: requeued, indexed, other_checks: otherChecks, checks_reset: resets },
+    `fan-out from the store: re-queued the ${requeued} pull requests the open-pull-request index names (${indexed}) or with a recorded evaluation${scoped ? " that the event's subjects can affect" : ""}; of their checks and the ${otherChecks} other remembered checks, ${resets} were set to in progress (the others were in progress already, had no check, or were not reached within the reset bound); any other open pull request (never delivered nor listed yet) waits for the reconciler`,
   );
-  return { kind: "done", note: `${requeued} pull requests from the index or with a recorded evaluation re-queued (open pull requests ${cause})` };
+  return { kind: "done", note: `${requeued} pull requests from the index or with a recorded evaluation re-queued` };
 }
 
 /** Best effort within `deadline`: each check set to in_progress (by its remembered ID when known). Returns how many were written. */
@@ -153,15 +144,6 @@ async function baseRefFromStore(ctx: WorkerContext, repository: RepositoryRef, c
   } while (cursor !== null);
   ctx.log.warn({ cause, pull_requests: requeued }, `open pull requests on the base not listed (${notListed(cause)}): re-queued the ${requeued} pull requests of the repository with a recorded evaluation, on any base; any other open pull request waits for the reconciler`);
   return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests on the base ${cause})` };
-}
-
-/** The open pull requests an event about `subjects` can affect: their last evaluation depends on one, or is not known. */
-async function affectedBy(ctx: WorkerContext, repository: RepositoryRef, subjects: Set<string> | null, open: readonly { number: number; headSha: string }[]) {
-  const seen = new Map((await ctx.store.execute(() => readEvaluations(repository.repositoryId))).map((row) => [Number(row.pull_number), row]));
-  return open.filter((pull) => {
-    const record = seen.get(pull.number);
-    return record === undefined || record.head_sha !== pull.headSha || subjectsMeet(subjects, decodeSubjects(record.authority_subjects));
-  });
 }
 
 /** Why a list of open pull requests was not had, for a log line: over the bound, or an answer that cannot change by retrying. */
