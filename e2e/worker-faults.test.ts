@@ -125,18 +125,19 @@ describe.each(BACKENDS)("worker under races and faults on %s", (backend) => {
     expect(h.checks(head)[0]!.output.text).toContain("Owner set 2\\: changes requested");
   }, 60_000);
 
-  test("a shared head on an open pull requests page served empty is never hidden: no success, retried, and held once the page is served", async () => {
+  test("a shared head on a page of the head's pull requests served empty is never hidden: no success, retried, and held once the page is served", async () => {
     h = await startServiceHarness(backend, { SERVICE_WORKER_RETRY_MAX_SECONDS: "1" });
     const pr = prOf(h);
     const { sha: head } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
     await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
     await drained();
-    // 100 other open pull requests: newest first, the scenario's pull request (the oldest) is on page 2.
-    addOpenPullRequests(h.sim, { owner: pr.owner, repo: pr.repo, count: 100 });
-    const pullsPath = "/repos/acme/web/pulls";
+    // 100 other open pull requests on the same head (silent fixtures): the forge's list of the head spans two pages.
+    const repo = h.sim.control.mustRepo(pr.owner, pr.repo);
+    for (const number of addOpenPullRequests(h.sim, { owner: pr.owner, repo: pr.repo, count: 100 })) repo.pulls.get(number)!.headSha = head;
+    const pullsPath = `/repos/acme/web/commits/${head}/pulls`;
     h.sim.injectFault({ kind: "missing_page", path: pullsPath, page: 2 });
     const transitionsBefore = h.transitions.length;
-    // A twin from the same branch shares the head, and both owners approve it: only the hidden first pull request stops it.
+    // A twin from the same branch shares the head too, and both owners approve it: no success while the list is incomplete.
     const twin = await h.sim.control.openPullRequest({ owner: pr.owner, repo: pr.repo, head: "feature", author: "erin", title: "Twin" });
     expect(twin.headSha).toBe(head);
     for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pr, number: twin.number, user, state: "APPROVED" });
