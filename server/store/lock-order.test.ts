@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
-  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation,
+  acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, indexListingComplete, indexListingPage,
   markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
 } from "./index.ts";
@@ -38,6 +38,19 @@ function round(store: Store, n: number): Promise<unknown>[] {
   return [
     store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d${n}`, event: "pull_request_review", action: "submitted", pullNumber: pull.number, headSha: pull.headSha, now, heldUntil: now + 5_000 })),
     store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `r${n}`, event: "check_run", action: "rerequested", pullNumber: null, headSha: pull.headSha, now })),
+    // A pull request moving to another head (its index row upserted, the head it left queued), and one closing (deleted).
+    store.execute(() => acceptDirectTrigger({
+      ...repo, deliveryId: `s${n}`, event: "pull_request", action: "synchronize", pullNumber: pull.number, headSha: HEADS[(n + 1) % HEADS.length]!, now,
+      heldUntil: now + 5_000, index: { kind: "upsert", baseRef: "main" }, previousHead: pull.headSha,
+    })),
+    store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `c${n}`, event: "pull_request", action: "closed", pullNumber: PULLS[(n + 2) % PULLS.length]!.number, headSha: pull.headSha, now, index: { kind: "delete" } })),
+    // A reconciler listing streamed into the index and completed.
+    store.execute(function* () {
+      yield* acquireElectionLease(lease, now);
+      const listing = { installationId: repo.installationId, repositoryId: repo.repositoryId, listingId: `l${n}`, startedAtMs: now, lease };
+      yield* indexListingPage(listing, shuffled(PULLS, n + 9).map((p) => ({ number: p.number, headSha: p.headSha, baseRef: "main" })), now);
+      return yield* indexListingComplete(listing, now);
+    }),
     store.execute(() => finishHeadInvalidation(repo, pull.headSha, 1, shuffled(onHead, n), now)),
     store.execute(() => supersedeAndQueue(repo, shuffled(PULLS, n + 7), now)),
     // A fast path ends by settling its head (releasing its evaluation with it), or by releasing its held work.
