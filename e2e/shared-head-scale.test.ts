@@ -20,8 +20,8 @@ describe.each(BACKENDS)("shared heads in a repository with %s", (backend) => {
   });
 
   /** The scenario's pull request on a new head, approved to success; then `bulk` more open pull requests in its repository. */
-  async function succeeded(bulk: number) {
-    h = await startServiceHarness(backend);
+  async function succeeded(bulk: number, env: Record<string, string> = {}) {
+    h = await startServiceHarness(backend, env);
     const pr = { owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber };
     const { sha } = await h.sim.control.pushToPullRequest({ ...pr, files: { "src/a.ts": "1\n" } });
     for (const user of ["alice", "bob"]) await h.sim.control.submitReview({ ...pr, user, state: "APPROVED" });
@@ -70,6 +70,24 @@ describe.each(BACKENDS)("shared heads in a repository with %s", (backend) => {
     expect(harness.checks(sha)[0]!.status).toBe("in_progress");
     expect(successesAfter(harness, from, sha)).toEqual([]);
   }, 90_000);
+
+  // The reconciler evaluates every open pull request without a record, so this one runs without the bulk fixtures: what it
+  // shows is that the reconciler alone finds a sharer whose webhook was lost while the forge's list of the head lags.
+  test("a second pull request whose webhook was lost, with the forge's list of the head lagging, is found by the reconciler: no success", async () => {
+    const { harness, pr, sha } = await succeeded(0, { SERVICE_RECONCILE_ENABLED: "true", SERVICE_RECONCILE_INTERVAL_SECONDS: "10" });
+    const app = harness.sim.control.mustApp(harness.scenario.appId);
+    const target = app.webhookUrl;
+    app.webhookUrl = "http://127.0.0.1:9/lost";
+    harness.sim.control.setCommitPullsLag({ ms: 120_000 });
+    const from = harness.transitions.length;
+    const other = await harness.sim.control.openPullRequest({ owner: pr.owner, repo: pr.repo, head: "copy", headSha: sha, author: "erin" });
+    app.webhookUrl = target;
+    expect(harness.sim.control.deliveries.filter((d) => d.event === "pull_request" && d.action === "opened").at(-1)).toMatchObject({ status: null });
+    await harness.waitForCheck(sha, { status: "in_progress" }, 30_000);
+    await harness.waitForDrainedQueue(30_000);
+    expect(harness.checks(sha)[0]!.output.title).toMatch(new RegExp(`^Waiting: this commit is also the head of #(${pr.number}|${other.number})$`));
+    expect(successesAfter(harness, from, sha)).toEqual([]);
+  }, 60_000);
 
   test("a pull request that moves off a head it shared gets the other one decided at once, and a closed one leaves the index", async () => {
     const { harness, pr, sha } = await succeeded(0);
