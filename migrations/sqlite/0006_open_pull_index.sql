@@ -9,5 +9,5 @@ CREATE TABLE open_pull_requests (
   listing_id TEXT,
   PRIMARY KEY (repository_id, pull_number)
 );
-CREATE INDEX open_pull_requests_head ON open_pull_requests (repository_id, head_sha);
+CREATE INDEX open_pull_requests_head ON open_pull_requests (repository_id, head_sha, pull_number);
 CREATE INDEX open_pull_requests_seen ON open_pull_requests (seen_at_ms);

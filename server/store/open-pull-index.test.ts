@@ -126,6 +126,18 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     expect((await rows()).map((row) => row.number)).toEqual([1]);
   });
 
+  test("a lookup by head reads the head's index entries, not the repository's rows in number order", async () => {
+    await open();
+    const plan = await store.execute(function* () {
+      return yield* all<Record<string, unknown>>(backend === "sqlite"
+        ? "explain query plan select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 order by pull_number limit $3"
+        : "explain select pull_number from open_pull_requests where repository_id = $1::bigint and head_sha = $2::text order by pull_number limit $3", 40, H1, 5);
+    });
+    // The head index covers the order (repository, head, number): no scan of every row of the repository by its key.
+    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "COVERING INDEX open_pull_requests_head" : "open_pull_requests");
+    if (backend === "sqlite") expect(JSON.stringify(plan)).not.toContain("autoindex");
+  });
+
   test("rows not seen within the retention are pruned in batches; a lookup by head is bounded", async () => {
     await open();
     await store.execute(() => acquireElectionLease(lease, 1));
