@@ -229,6 +229,9 @@ function releaseEvaluation(repositoryId: number, pullNumber: number, now: number
   return query("run", releaseHeldSql("evaluation", "$1", "$2", "$3"), repositoryId, now, pullNumber);
 }
 
+/** The work one delivery's fast path holds: its head's invalidation, and its pull request's evaluation (none for a rerequest). */
+export type HeldWork = { readonly repositoryId: number; readonly headSha: string; readonly pullNumber: number | null };
+
 /**
  * The fast path of a delivery accepted with `heldUntil` ended without settling its head (it failed, ran out of time, or leaves
  * the head to the invalidation job: a closed pull request, a rerequest; markHeadInvalidated releases the evaluation of one
