@@ -11,7 +11,7 @@
  * - The query plan of the lookup at each size, to show it is answered from the (repository, head, number) index.
  * Prints JSON. PostgreSQL needs TEST_POSTGRES_URL (scripts/bench.sh starts a cluster); without it only bun:sqlite runs.
  */
-import { all, indexListingPage, migrateDatabase, openStore, readIndexedOnHead, type Store } from "../../server/store/index.ts";
+import { all, type IndexedPull, indexListingPage, migrateDatabase, openStore, readIndexedOnHead, type Store } from "../../server/store/index.ts";
 import { type BackendName, createTestDatabase } from "../support/databases.ts";
 import { median, prng } from "./timing.ts";
 
@@ -31,7 +31,7 @@ const headOf = (n: number) => hex(n % 50 === 0 ? n - 1 : n, "head-");
 async function fill(store: Store, size: number): Promise<void> {
   const listing = { ...REPOSITORY, listingId: "bench-listing", startedAtMs: 1_000 };
   for (let start = 1; start <= size; start += FILL_PAGE) {
-    const rows = [];
+    const rows: IndexedPull[] = [];
     for (let n = start; n < start + FILL_PAGE && n <= size; n++) rows.push({ number: n, headSha: headOf(n), baseRef: "main" });
     await store.execute(() => indexListingPage(listing, rows, 2_000));
   }
