@@ -484,8 +484,9 @@ async function oneRepositoryCase() {
       targets[`${binary.name}: steady scan at N=${r.open_pull_requests} in one repository: listing requests <= ceil(N/100) + 3 = ${r.listing_target} (${r.listing_requests}, ${r.listing_not_modified} of them 304), in ${r.scan_seconds} s of a ${r.interval_seconds} s interval`] =
         r.listing_requests <= r.listing_target && r.scan_seconds < r.interval_seconds / 2 && r.successful_attempts >= 2 && r.evaluations === 0;
       targets[`${binary.name}: service RSS with N=${r.open_pull_requests} open pull requests (${r.indexed_rows_after_scans} indexed) and scans in progress < ${RSS_TARGET_MIB} MiB (peak ${r.rss_mib.peak_over_both_scans} MiB)`] = r.rss_mib.peak_over_both_scans < RSS_TARGET_MIB;
-      targets[`${binary.name}: membership event at N=${r.open_pull_requests} in one repository: evaluations <= affected pull requests (${r.membership_event.evaluations} of ${r.membership_event.affected_pull_requests})`] =
-        r.membership_event.evaluations <= r.membership_event.affected_pull_requests;
+      // Exactly the affected: fewer would leave an affected result stale (a build that cannot list them evaluates none).
+      targets[`${binary.name}: membership event at N=${r.open_pull_requests} in one repository evaluates the affected pull requests and only them (${r.membership_event.evaluations} evaluations, ${r.membership_event.affected_pull_requests} affected)`] =
+        r.membership_event.evaluations === r.membership_event.affected_pull_requests;
     }
     const runs = results[binary.name]!;
     if (runs.length === 0) continue;
