@@ -11,6 +11,8 @@ import pg0005 from "../../migrations/postgres/0005_check_creation.sql" with { ty
 import lite0005 from "../../migrations/sqlite/0005_check_creation.sql" with { type: "text" };
 import pg0006 from "../../migrations/postgres/0006_open_pull_index.sql" with { type: "text" };
 import lite0006 from "../../migrations/sqlite/0006_open_pull_index.sql" with { type: "text" };
+import pg0007 from "../../migrations/postgres/0007_open_pull_base.sql" with { type: "text" };
+import lite0007 from "../../migrations/sqlite/0007_open_pull_base.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -26,6 +28,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "0004_published_state", postgres: pg0004, sqlite: lite0004 },
   { version: 5, name: "0005_check_creation", postgres: pg0005, sqlite: lite0005 },
   { version: 6, name: "0006_open_pull_index", postgres: pg0006, sqlite: lite0006 },
+  { version: 7, name: "0007_open_pull_base", postgres: pg0007, sqlite: lite0007 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

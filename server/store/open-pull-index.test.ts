@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing, migrateDatabase, openStore,
-  pruneIndexBatch, readIndexedOnHead, readIndexPage, run, type Store,
+  type BaseRefCursor, type PullOnBase, type PullsOnBasePage, pruneIndexBatch, readIndexedOnHead, readIndexPage, readPullsOnBase, run, type Store,
 } from "./index.ts";
 
 /** The open-pull-request index (DESIGN 3.9, migration 0006): acceptance writes, streamed listings, lookups and pruning. */
@@ -151,5 +151,60 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     expect(await store.execute(() => pruneIndexBatch(lease, 100, 30, 2))).toBe(0);
     expect(await onHead(H1)).toEqual([6]);
     expect(await store.execute(() => pruneIndexBatch({ ...lease, owner: "other" }, 1_000, 30))).toBeNull();
+  });
+
+  /** Every page of readPullsOnBase from the start, `limit` rows a page: the pulls and the number of pages read. */
+  async function allOnBase(baseRef: string, limit: number) {
+    const pulls: PullOnBase[] = [];
+    let pages = 0;
+    for (let cursor: BaseRefCursor | null = null; ;) {
+      const at: BaseRefCursor | null = cursor;
+      const page: PullsOnBasePage = await store.execute(() => readPullsOnBase(40, baseRef, at, limit));
+      pages += 1;
+      expect(page.pulls.length).toBeLessThanOrEqual(limit);
+      pulls.push(...page.pulls);
+      if (page.next === null) break;
+      cursor = page.next;
+    }
+    return { pulls, pages };
+  }
+
+  test("base-ref work reads the index's pull requests on the base, those of unknown base, and recorded ones the index does not name, page by page", async () => {
+    await open();
+    await deliver(1, H1, { index: { kind: "upsert", baseRef: "main" } });
+    await deliver(2, H2, { index: { kind: "upsert", baseRef: "release" } });
+    await deliver(4, H2, { index: { kind: "upsert", baseRef: "main" } });
+    await store.execute(() => indexListingPage({ installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 1 }, [{ number: 3, headSha: H3, baseRef: null }], 2_000));
+    // Another repository's row on the same base is not read.
+    await store.execute(() => acceptDirectTrigger({ ...repo, repositoryId: 41, deliveryId: "other-repo", event: "pull_request", action: "opened", pullNumber: 9, headSha: H1, now: 1, index: { kind: "upsert", baseRef: "main" } }));
+    // Recorded evaluations: #1 (indexed on the base: taken once, at the index's head), #2 (indexed on another base: not
+    // taken), #5 and #6 (not indexed: their base is unknown, taken at the recorded head).
+    for (const [number, head] of [[1, "old-1"], [2, "old-2"], [5, "h-5"], [6, "h-6"]] as const) {
+      await store.execute(() => run("insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, evaluation_generation, evaluated_at_ms) values (4, 40, $1, $2, 'b', 1, 1)", number, head));
+    }
+    const expected: PullOnBase[] = [
+      { number: 1, headSha: H1, source: "indexed" },
+      { number: 4, headSha: H2, source: "indexed" },
+      { number: 3, headSha: H3, source: "unknown_base" },
+      { number: 5, headSha: "h-5", source: "recorded" },
+      { number: 6, headSha: "h-6", source: "recorded" },
+    ];
+    expect((await allOnBase("main", 500)).pulls).toEqual(expected);
+    const paged = await allOnBase("main", 1);
+    expect(paged.pulls).toEqual(expected);
+    expect(paged.pages).toBeGreaterThanOrEqual(expected.length);
+    expect((await allOnBase("release", 500)).pulls.map((pull) => pull.number)).toEqual([2, 3, 5, 6]);
+    expect((await allOnBase("dev", 500)).pulls.map((pull) => pull.number)).toEqual([3, 5, 6]);
+  });
+
+  test("a lookup by base reads the base's index entries (migration 0007), not the repository's rows in number order", async () => {
+    await open();
+    const plan = await store.execute(function* () {
+      return yield* all<Record<string, unknown>>(backend === "sqlite"
+        ? "explain query plan select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 order by pull_number limit $4"
+        : "explain select pull_number, head_sha from open_pull_requests where repository_id = $1::bigint and base_ref = $2::text and pull_number > $3::integer order by pull_number limit $4", 40, "main", 0, 5);
+    });
+    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "INDEX open_pull_requests_base" : "open_pull_requests");
+    if (backend === "sqlite") expect(JSON.stringify(plan)).not.toContain("TEMP B-TREE");
   });
 });

@@ -16,7 +16,8 @@ import type { Op, OpOptions } from "./op.ts";
  *   4. `pull_generations` (E), by repository and pull request number;
  *  4a. `open_pull_requests` (the open-pull-request index, DESIGN 3.9), by repository and pull request number: written by an
  *      acceptance from its pull request's E row (ops/ingress-ops.ts), and by the reconciler's listing pages and pruning
- *      after renewing its lease (1), each alone in its transaction (ops/open-pull-index.ts);
+ *      after renewing its lease (1), each alone in its transaction (ops/open-pull-index.ts); its readers (the shared-head
+ *      check, fan-out, base-ref work's readPullsOnBase) read it in transactions of their own and queue in the next;
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
  *      evaluation), then by key (head, repository, base ref, pull request number);
  *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);

@@ -7,7 +7,8 @@ import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
  * base ref. Written by the acceptance of every pull_request delivery (indexWrite, in the acceptance's transaction: see
  * ingress-ops.ts) and replaced by every complete reconciler listing, streamed page by page (indexListingPage, then
  * indexListingComplete). Read by the shared-head check, exact-head invalidation and authority fan-out as a source of
- * sharers: a row can only add a pull request to a head, never prove that none shares it. Its rows come after
+ * sharers (a row can only add a pull request to a head, never prove that none shares it), and by base-ref work by base
+ * ref (readPullsOnBase, migration 0007). Its rows come after
  * `pull_generations` and before `jobs` in the store's lock order (store.ts).
  */
 export type IndexedPull = { readonly number: number; readonly headSha: string; readonly baseRef: string | null };
@@ -142,4 +143,49 @@ export function* readIndexedForFanout(repositoryId: number, afterNumber: number 
     repositoryId, afterNumber ?? 0, limit,
   );
   return rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha, recordedHeadSha: row.recorded_head_sha, authoritySubjects: row.authority_subjects }));
+}
+
+/** Where the next page of readPullsOnBase starts: a part, then keyset by pull request number within it. */
+export type BaseRefCursor = { readonly part: "indexed" | "unknown_base" | "recorded"; readonly after: number };
+
+/**
+ * A pull request base-ref work re-queues, and why: `indexed`, the index names it on the base; `unknown_base`, the index
+ * names it without a base (a listing item that named none); `recorded`, it has a recorded evaluation and no index row
+ * (records do not name a base ref: taken as the safe superset), at the recorded head.
+ */
+export type PullOnBase = { readonly number: number; readonly headSha: string; readonly source: BaseRefCursor["part"] };
+
+export type PullsOnBasePage = { readonly pulls: readonly PullOnBase[]; readonly next: BaseRefCursor | null };
+
+/**
+ * One page of the pull requests a push to `baseRef` re-evaluates (DESIGN 3.9), never a listing of the forge: the index's
+ * rows on that base (its base index, migration 0007), then those of unknown base, then the recorded evaluations of pull
+ * requests the index does not name. Each page is one keyset statement (a read: no row locks); pages run from a null
+ * cursor until `next` is null. A pull request open on the base that neither names (never delivered nor listed) is not
+ * here: the reconciler finds it.
+ */
+export function* readPullsOnBase(repositoryId: number, baseRef: string, cursor: BaseRefCursor | null, limit: number = INDEX_PAGE_ROWS): Op<PullsOnBasePage> {
+  const at: BaseRefCursor = cursor ?? { part: "indexed", after: 0 };
+  const rows = at.part === "indexed"
+    ? yield* all<{ pull_number: number; head_sha: string }>(
+      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 order by pull_number limit $4",
+      repositoryId, baseRef, at.after, limit,
+    )
+    : at.part === "unknown_base"
+    ? yield* all<{ pull_number: number; head_sha: string }>(
+      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref is null and pull_number > $2 order by pull_number limit $3",
+      repositoryId, at.after, limit,
+    )
+    : yield* all<{ pull_number: number; head_sha: string }>(
+      `select e.pull_number, e.head_sha from pull_evaluations e
+       where e.repository_id = $1 and e.pull_number > $2
+         and not exists (select 1 from open_pull_requests o where o.repository_id = e.repository_id and o.pull_number = e.pull_number)
+       order by e.pull_number limit $3`,
+      repositoryId, at.after, limit,
+    );
+  const pulls = rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha, source: at.part }));
+  const following: Record<BaseRefCursor["part"], BaseRefCursor["part"] | null> = { indexed: "unknown_base", unknown_base: "recorded", recorded: null };
+  const nextPart = following[at.part];
+  const next: BaseRefCursor | null = rows.length === limit ? { part: at.part, after: pulls.at(-1)!.number } : nextPart === null ? null : { part: nextPart, after: 0 };
+  return { pulls, next };
 }
