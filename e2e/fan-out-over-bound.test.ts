@@ -7,8 +7,8 @@ import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
 
 /**
  * A repository with more open pull requests than the listing bound (MAX_OPEN_PULL_REQUESTS, the real one: the filler pull
- * requests are silent bulk fixtures). Authority fan-out and exact-head invalidation never list it (issue 26: the index, the
- * recorded evaluations and the forge's list of a head); base-ref work still lists the base's and falls back to the store. Anyone can put
+ * requests are silent bulk fixtures). Authority fan-out, exact-head invalidation and base-ref work never list it (issue 26: the
+ * index, the recorded evaluations and the forge's list of a head). Anyone can put
  * a public repository there by opening pull requests, so neither may then drop its work: the pull requests the store knows
  * could hold a success (a recorded evaluation, a remembered check) are superseded, reset and evaluated again.
  */
@@ -74,15 +74,21 @@ describe.each(BACKENDS)("a repository over the open-pull-request bound on %s", (
 
   // Over the listing bound the evaluation itself still decides (issue 26: the shared-head check asks only for the head's pull
   // requests), so a re-evaluation that changes nothing publishes the same success.
-  test("a push to the base re-evaluates every pull request with a recorded evaluation", async () => {
-    const { harness, sha } = await succeedThenOverflow(["alice", "bob"]);
+  test("a push to the base re-evaluates the pull requests the index names on it, without listing the forge", async () => {
+    const { harness, pr, sha } = await succeedThenOverflow(["alice", "bob"]);
     const evaluations = () => logged(harness, "job finished").filter((line) => line.kind === "evaluation").length;
     const before = evaluations();
+    const requestsFrom = harness.sim.requests.length;
     await harness.sim.control.commit({ owner: "acme", repo: "web", branch: "main", files: { "NOTES.md": "base moved\n" } });
     await harness.waitForDrainedQueue();
     await harness.waitForCheck(sha, { status: "completed", conclusion: "success" });
-    expect(logged(harness, "open pull requests on the base not listed (over the bound)")).toEqual([expect.objectContaining({ cause: "over_bound", pull_requests: 1 })]);
+    // The earlier push to the pull request's own branch was base-ref work too, on a base no pull request targets: nothing.
+    expect(logged(harness, "base-ref work from the store")).toEqual([
+      expect.objectContaining({ pull_requests: 0, indexed: 0, unknown_base: 0, recorded: 0 }),
+      expect.objectContaining({ pull_requests: 1, indexed: 1, unknown_base: 0, recorded: 0 }),
+    ]);
     expect(evaluations()).toBeGreaterThan(before);
+    expect(harness.sim.requests.slice(requestsFrom).filter((q) => q.path === `/repos/${pr.owner}/${pr.repo}/pulls`)).toEqual([]);
   }, 60_000);
 
   test("a re-requested check is reset and its pull request evaluated again, not left in progress", async () => {

@@ -1,6 +1,6 @@
 import { IN_PROGRESS_OUTPUT, resetCheck } from "../../ingress/index.ts";
 import {
-  decodeSubjects, type IndexedForFanout, type JobRow, type PossibleSuccesses, readIndexedForFanout, readPossibleSuccesses, recordAudit, type RepositoryRef, splitInstallationFanout,
+  type BaseRefCursor, decodeSubjects, type IndexedForFanout, type JobRow, type PossibleSuccesses, type PullsOnBasePage, readIndexedForFanout, readPossibleSuccesses, readPullsOnBase, recordAudit, type RepositoryRef, splitInstallationFanout,
   subjectsMeet, type SuccessCursor, supersedeAndQueue, supersedeForFanout,
 } from "../../store/index.ts";
 import { type JobOutcome, repositoryOf, type WorkerContext } from "../context.ts";
@@ -14,7 +14,8 @@ import { RetryLater } from "../errors.ts";
  * - a fan-out scoped to the subjects its events name (a membership, collaborator or team event: server/ingress/event-mapping.ts)
  *   does this only for the open pull requests whose last recorded evaluation depends on one of them, or is unknown (no
  *   record, another head, subjects over their bound): the others' results cannot change;
- * - base-specific rows do the same for the open pull requests on that base, without resetting checks;
+ * - base-specific rows supersede and queue the pull requests the store names on that base (fanOutBaseRef), without
+ *   resetting checks;
  * - when the open pull requests cannot be listed (over the bound, which anyone can reach by opening pull requests), never
  *   nothing: the pull requests the store knows of (the open-pull-request index) or could hold a success (recorded
  *   evaluations, remembered checks) are re-queued instead (fanOutFromStore, DESIGN 3.9).
@@ -118,45 +119,35 @@ async function resetChecks(ctx: WorkerContext, repository: RepositoryRef, heads:
   return results.filter((result) => result.status === "fulfilled" && result.value).length;
 }
 
-export async function fanOutBaseRef(ctx: WorkerContext, row: JobRow, signal: AbortSignal): Promise<JobOutcome> {
-  const repository = repositoryOf(row);
-  const listed = await listOpenPulls(ctx, repository, row.base_ref!, signal);
-  if (!listed.complete) return baseRefFromStore(ctx, repository, listed.cause);
-  const pulls = listed.items;
-  await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now(), { background: true }));
-  return { kind: "done", note: `${pulls.length} pull requests on the base re-queued` };
-}
-
 /**
- * The open pull requests on the base cannot be listed: as fanOutFromStore, every pull request of the repository with a
- * recorded evaluation is re-queued (records do not name the base ref: a superset), without check resets, as base-ref work.
+ * Base-ref work never lists the forge (DESIGN 3.9; a monorepo's base can have more open pull requests than any listing
+ * bound): it re-queues, page by page (one transaction each), what the store names on the pushed base (readPullsOnBase):
+ * the open-pull-request index's rows on that base, those of unknown base, and the recorded evaluations of pull requests the
+ * index does not name (records name no base ref: the safe superset). No check resets (the base moved, not the head). An
+ * open pull request on the base that neither names (never delivered nor listed) waits for the reconciler, as the log says.
  */
-async function baseRefFromStore(ctx: WorkerContext, repository: RepositoryRef, cause: string): Promise<JobOutcome> {
-  let requeued = 0;
-  let cursor: SuccessCursor | null = null;
+export async function fanOutBaseRef(ctx: WorkerContext, row: JobRow, _signal: AbortSignal): Promise<JobOutcome> {
+  const repository = repositoryOf(row);
+  const baseRef = row.base_ref!;
+  const counts = { indexed: 0, unknown_base: 0, recorded: 0 };
+  let cursor: BaseRefCursor | null = null;
   do {
-    const at: SuccessCursor | null = cursor;
-    const page: PossibleSuccesses = await ctx.store.execute(() => readPossibleSuccesses(repository.repositoryId, at));
+    const at: BaseRefCursor | null = cursor;
+    const page: PullsOnBasePage = await ctx.store.execute(() => readPullsOnBase(repository.repositoryId, baseRef, at));
     const pulls = page.pulls.map(({ number, headSha }) => ({ number, headSha }));
     await ctx.store.execute(() => supersedeAndQueue(repository, pulls, ctx.now(), { background: true }));
-    requeued += pulls.length;
-    cursor = page.next?.part === "evaluations" ? page.next : null;
+    for (const pull of page.pulls) counts[pull.source] += 1;
+    cursor = page.next;
   } while (cursor !== null);
-  ctx.log.warn({ cause, pull_requests: requeued }, `open pull requests on the base not listed (${notListed(cause)}): re-queued the ${requeued} pull requests of the repository with a recorded evaluation, on any base; any other open pull request waits for the reconciler`);
-  return { kind: "done", note: `${requeued} pull requests with a recorded evaluation re-queued (open pull requests on the base ${cause})` };
+  const requeued = counts.indexed + counts.unknown_base + counts.recorded;
+  ctx.log.info(
+    { pull_requests: requeued, indexed: counts.indexed, unknown_base: counts.unknown_base, recorded: counts.recorded },
+    `base-ref work from the store: re-queued the ${requeued} pull requests the open-pull-request index names on the base (${counts.indexed}) or without a base (${counts.unknown_base}), and those with a recorded evaluation the index does not name (${counts.recorded}, on any base); the forge was not listed, and any other open pull request on the base (never delivered nor listed yet) waits for the reconciler`,
+  );
+  return { kind: "done", note: `${requeued} pull requests on the base (or of unknown base) from the store re-queued` };
 }
 
 /** Why a list of open pull requests was not had, for a log line: over the bound, or an answer that cannot change by retrying. */
 export function notListed(cause: string): string {
   return cause === "over_bound" ? "over the bound" : "refused";
-}
-
-/** The open pull requests, or why they cannot be had (a transient gap retries the job). */
-async function listOpenPulls(ctx: WorkerContext, repository: RepositoryRef, base: string | undefined, signal: AbortSignal) {
-  const listed = await ctx.forge.listOpenPullRequests(repository.installationId, repository.owner, repository.name, base ? { base } : {}, { signal, ...BACKGROUND });
-  if (!listed.complete) {
-    if (listed.cause === "transient") throw new RetryLater("open_pull_requests_incomplete", listed.retryAfterMs ?? null);
-    return { complete: false as const, cause: listed.cause };
-  }
-  return { complete: true as const, items: listed.items.map((pull) => ({ number: pull.number, headSha: pull.headSha })) };
 }
