@@ -200,11 +200,13 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
   test("a lookup by base reads the base's index entries (migration 0007), not the repository's rows in number order", async () => {
     await open();
     const plan = await store.execute(function* () {
+      // An empty table would make PostgreSQL's planner scan it: with scans off, it names the index it would use.
+      if (backend !== "sqlite") yield* run("set local enable_seqscan = off");
       return yield* all<Record<string, unknown>>(backend === "sqlite"
         ? "explain query plan select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 order by pull_number limit $4"
         : "explain select pull_number, head_sha from open_pull_requests where repository_id = $1::bigint and base_ref = $2::text and pull_number > $3::integer order by pull_number limit $4", 40, "main", 0, 5);
     });
-    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "INDEX open_pull_requests_base" : "open_pull_requests");
-    if (backend === "sqlite") expect(JSON.stringify(plan)).not.toContain("TEMP B-TREE");
+    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "INDEX open_pull_requests_base" : "open_pull_requests_base");
+    expect(JSON.stringify(plan)).not.toContain(backend === "sqlite" ? "TEMP B-TREE" : "Sort");
   });
 });
