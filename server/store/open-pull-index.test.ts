@@ -129,12 +129,15 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
   test("a lookup by head reads the head's index entries, not the repository's rows in number order", async () => {
     await open();
     const plan = await store.execute(function* () {
+      // An empty table would make PostgreSQL's planner scan it: with scans off, it names the index it would use.
+      if (backend !== "sqlite") yield* run("set local enable_seqscan = off");
       return yield* all<Record<string, unknown>>(backend === "sqlite"
         ? "explain query plan select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 order by pull_number limit $3"
         : "explain select pull_number from open_pull_requests where repository_id = $1::bigint and head_sha = $2::text order by pull_number limit $3", 40, H1, 5);
     });
     // The head index covers the order (repository, head, number): no scan of every row of the repository by its key.
-    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "COVERING INDEX open_pull_requests_head" : "open_pull_requests");
+    expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "COVERING INDEX open_pull_requests_head" : "open_pull_requests_head");
+    expect(JSON.stringify(plan)).not.toContain(backend === "sqlite" ? "TEMP B-TREE" : "Sort");
     if (backend === "sqlite") expect(JSON.stringify(plan)).not.toContain("autoindex");
   });
 
