@@ -7,12 +7,14 @@ import { type HeldWork, releaseHeldWork, type Store } from "../store/index.ts";
  * every fast path fails, a delivery costs the database its acceptance and a share of one statement instead of two.
  *
  * Best effort, as every release is: a failed one leaves rows to run when they were held until, at most the fast path's
- * deadline. Each caller waits for its own release only until its own deadline.
+ * deadline. Nobody waits for it before answering (handle-webhook.ts); its statement is bounded by the latest deadline of
+ * its group.
  */
 export const MAX_RELEASES_PER_STATEMENT = 200;
 
 type Waiting = { readonly work: HeldWork; readonly deadline: number; readonly done: () => void };
 
+/** `release` resolves once the statement carrying it ended (released, or failed), at once when its deadline has passed. */
 export type ReleaseBatcher = { release(work: HeldWork, deadline: number): Promise<void> };
 
 export function createReleaseBatcher(store: Store, now: () => number): ReleaseBatcher {
@@ -34,18 +36,11 @@ export function createReleaseBatcher(store: Store, now: () => number): ReleaseBa
   };
   return {
     release(work, deadline) {
-      const left = deadline - performance.now();
-      if (left <= 0) return Promise.resolve();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const released = new Promise<void>((resolve) => {
+      if (deadline - performance.now() <= 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
         waiting.push({ work, deadline, done: resolve });
         if (!sending) void send();
       });
-      // A caller whose deadline comes first stops waiting (its release still goes with the group).
-      const expired = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, left);
-      });
-      return Promise.race([released, expired]).finally(() => clearTimeout(timer));
     },
   };
 }
