@@ -175,6 +175,17 @@ describe("metrics", () => {
     expect(text).toContain("process_cpu_user_seconds_total");
   });
 
+  test("every fixed series exists from the first scrape, each webhook failure reason at 0", async () => {
+    const text = await (await get(app(), "/metrics")).text();
+    for (const reason of ["headers", "signature", "content_length", "too_large", "busy", "json", "payload", "not_configured", "database", "authority_timeout"]) {
+      expect(text).toContain(`service_webhook_failures_total{reason="${reason}"} 0`);
+    }
+    for (const result of ["success", "partial", "failure"]) expect(text).toContain(`service_reconciliations_total{result="${result}"} 0`);
+    expect(text).toMatch(/^service_reconciliation_last_success_timestamp_seconds 0$/m);
+    expect(text).toMatch(/^service_dead_jobs 0$/m);
+    expect(text).toMatch(/^service_evaluation_seconds_count 0$/m);
+  });
+
   test("the insecure gauge is 0 by default", async () => {
     const text = await (await get(app(), "/metrics")).text();
     expect(text).toMatch(/^service_insecure_changes_enabled 0$/m);

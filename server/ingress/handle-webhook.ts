@@ -4,7 +4,7 @@ import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDupli
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
-import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER, WEBHOOK_ANSWER_DEADLINE_MS } from "./limits.ts";
+import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADER_LENGTH, SIGNATURE_HEADER, WEBHOOK_ANSWER_DEADLINE_MS, type WEBHOOK_FAILURE_REASONS } from "./limits.ts";
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { releaseBatcherFor } from "./release-batcher.ts";
 import { verifySignature } from "./verify-signature.ts";
@@ -28,7 +28,7 @@ export type WebhookReply = {
   readonly headers?: Readonly<Record<string, string>>;
 };
 
-export type FailureReason = "headers" | "signature" | "content_length" | "too_large" | "busy" | "json" | "payload" | "not_configured" | "database" | "authority_timeout";
+export type FailureReason = (typeof WEBHOOK_FAILURE_REASONS)[number];
 
 export type WebhookDeps = {
   readonly secret: Uint8Array | null;

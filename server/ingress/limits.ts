@@ -51,3 +51,6 @@ export const SIGNATURE_HEADER = /^sha256=[0-9a-f]{64}$/;
 export const WEBHOOK_ANSWER_DEADLINE_MS = 9_000;
 /** Of that deadline, what the fast path leaves for its follow-up transaction (releaseFastPathWork: one short statement batch). */
 export const FAST_PATH_FOLLOW_UP_MS = 250;
+
+/** The fixed vocabulary of `service_webhook_failures_total{reason}` (DESIGN 3.6); every reason's series exists from the first scrape. */
+export const WEBHOOK_FAILURE_REASONS = ["headers", "signature", "content_length", "too_large", "busy", "json", "payload", "not_configured", "database", "authority_timeout"] as const;

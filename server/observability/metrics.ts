@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { REQUEST_KINDS, REQUEST_OUTCOMES } from "../forge/governor.ts";
+import { WEBHOOK_FAILURE_REASONS } from "../ingress/limits.ts";
 import { DATABASE_FAILURE_REASONS } from "../store/failures.ts";
 
 /**
@@ -62,6 +63,7 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
   };
   // Pre-create the fixed label values so every series exists from the first scrape.
   for (const outcome of ["completed", "failed", "rate_limited", "superseded"]) metrics.sharedHeadInvalidations.inc({ outcome }, 0);
+  for (const reason of WEBHOOK_FAILURE_REASONS) metrics.webhookFailures.inc({ reason }, 0);
   for (const result of ["success", "partial", "failure"]) metrics.reconciliations.inc({ result }, 0);
   for (const conclusion of ["success", "failure"]) metrics.evaluations.inc({ conclusion }, 0);
   for (const kind of REQUEST_KINDS) for (const outcome of REQUEST_OUTCOMES) metrics.forgeRequests.inc({ kind, outcome }, 0);
