@@ -41,10 +41,16 @@ const probe = (alive: boolean, ready = alive): TaskProbe => ({ alive: () => aliv
 const OPERATOR_ROUTES = ["/", "/api/runtime-identity", "/health/live", "/health/ready", "/metrics"];
 
 describe("operator routes", () => {
-  test("the root document names the product, version and documentation", async () => {
+  test("the root document names the product, version and documentation as an absolute URL", async () => {
     const response = await get(app(), "/");
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ name: "Code-owner approval check service", version: "0.1.0", documentation: "/api/docs" });
+    expect(await response.json()).toEqual({ name: "Code-owner approval check service", version: "0.1.0", documentation: "http://localhost/api/docs" });
+  });
+
+  test("the root document's documentation URL is at the origin the request reached", async () => {
+    const response = await app().handle(new Request("http://service.internal:8080/"));
+    const body = await response.json();
+    expect(new URL(body.documentation).href).toBe("http://service.internal:8080/api/docs");
   });
 
   test("runtime identity reports the effective settings and no secret", async () => {

@@ -26,7 +26,9 @@ export function opsRoutes(deps: { config: Config; build: BuildInfo; health: Heal
     build_revision: build.buildRevision,
   };
   return new Elysia({ name: "ops" })
-    .get("/", () => jsonResponse({ name: PRODUCT_NAME, version: build.version, documentation: "/api/docs" }), {
+    // The spec asks for a documentation URL: absolute, at the origin this request reached (the operator's own address for
+    // the service; SERVICE_PUBLIC_URL is the webhook's public origin and is not set unless setup is enabled).
+    .get("/", ({ request }) => jsonResponse({ name: PRODUCT_NAME, version: build.version, documentation: new URL("/api/docs", request.url).href }), {
       response: { 200: RootDocument },
       detail: { summary: "Root document", tags: ["operator"] },
     })
