@@ -306,11 +306,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
       throw new ConfigError(stateVariable, "must differ from the webhook secret");
     }
     setup = { enabled: true, publicUrl, stateSecret };
-  } else {
-    // Disabled: the other setup settings are optional, but a malformed one is still a mistake worth naming.
-    const publicUrlText = get("SERVICE_PUBLIC_URL");
-    if (publicUrlText !== undefined) parseOrigin("SERVICE_PUBLIC_URL", publicUrlText, true);
   }
+  // Disabled: the public URL and the state secret are optional and not read (spec "Setup routes"); nothing uses them.
 
   return deepFreeze({
     environment,

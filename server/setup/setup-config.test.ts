@@ -48,8 +48,10 @@ describe("setup mode and the other settings", () => {
   test("SERVICE_SETUP_ENABLED must be a boolean", () => {
     expect(rejection({ ...SETUP, SERVICE_SETUP_ENABLED: "maybe" }).variable).toBe("SERVICE_SETUP_ENABLED");
   });
-  test("disabled, a malformed public URL is still named", () => {
-    expect(rejection({ SERVICE_PUBLIC_URL: "http://approvals.example.com" }).variable).toBe("SERVICE_PUBLIC_URL");
+  test("disabled, the public URL is optional and not validated (spec: when disabled the other two settings are optional)", () => {
+    for (const url of ["http://x", "https://approvals.example.com/app", "not a url"]) {
+      expect(loadConfig({ SERVICE_PUBLIC_URL: url }, io).setup).toEqual({ enabled: false });
+    }
   });
   test("the forge web origin defaults to the public forge's, is an origin only, and may be http outside production (the simulator)", () => {
     expect(loadConfig(SETUP, io).forge.webUrl).toBe("https://github.com");
