@@ -21,7 +21,8 @@ export interface AppCredentials {
   /** The owner account's type as the forge names it ("Organization", "User"); null when the answer has none. */
   ownerType: string | null;
   clientId: string;
-  clientSecret: string;
+  /** The OAuth client secret, when the forge sent one (the spec shows "any client secret"; the service never uses it). */
+  clientSecret: string | null;
   webhookSecret: string;
   /** The App private key, PEM. */
   pem: string;
@@ -61,6 +62,6 @@ export async function convertAppManifest(options: ManifestConversionOptions, cod
   const ownerText = (key: string) => { const v = owner[key]; return typeof v === "string" ? v : null; };
   return {
     id: o.id, slug: text("slug"), name: text("name"), htmlUrl: text("html_url"), ownerLogin: ownerText("login"), ownerType: ownerText("type"),
-    clientId: text("client_id"), clientSecret: text("client_secret"), webhookSecret: text("webhook_secret"), pem: text("pem"),
+    clientId: text("client_id"), clientSecret: typeof o.client_secret === "string" && o.client_secret !== "" ? o.client_secret : null, webhookSecret: text("webhook_secret"), pem: text("pem"),
   };
 }

@@ -187,7 +187,7 @@ describe("spec error table: setup rows", () => {
   });
 
   test("/setup/callback incomplete credential response: 400 and nothing shown", async () => {
-    for (const missing of ["id", "slug", "pem", "webhook_secret", "client_secret"]) {
+    for (const missing of ["id", "slug", "pem", "webhook_secret"]) {
       const body: Record<string, unknown> = { id: 7, slug: "x", name: "x", html_url: "https://forge.example/apps/x", client_id: "Iv1.x", client_secret: "cs", webhook_secret: "ws-secret-value", pem: "-----BEGIN RSA PRIVATE KEY-----" };
       delete body[missing];
       const fakeFetch = (async () => Response.json(body, { status: 201 })) as unknown as typeof fetch;
@@ -199,6 +199,22 @@ describe("spec error table: setup rows", () => {
       expect(html).toContain("Incomplete credentials");
       expect(html).not.toContain("ws-secret-value");
       expect(html).not.toContain("BEGIN RSA");
+    }
+  });
+
+  test("/setup/callback without a client secret still shows the App's credentials (spec: any client secret)", async () => {
+    for (const clientSecret of [undefined, null, ""]) {
+      const body: Record<string, unknown> = { id: 7, slug: "x", name: "x", html_url: "https://forge.example/apps/x", owner: { login: "acme", type: "Organization" }, client_id: "Iv1.x", webhook_secret: "ws-secret-value", pem: "-----BEGIN RSA PRIVATE KEY-----" };
+      if (clientSecret !== undefined) body.client_secret = clientSecret;
+      const fakeFetch = (async () => Response.json(body, { status: 201 })) as unknown as typeof fetch;
+      const app = routes({ exchange: createExchange({ apiUrl: sim.url, fetch: fakeFetch }) });
+      const { state, cookie } = signedSetup();
+      const response = await get(app, `/setup/callback?${query({ code: "0123456789abcdef0123", state })}`, cookie);
+      expect(response.status).toBe(200);
+      const html = await response.text();
+      expect(html).toContain('<code id="app-id">7</code>');
+      expect(html).toContain('<pre id="webhook-secret">ws-secret-value</pre>');
+      expect(html).not.toContain('id="client-secret"');
     }
   });
 

@@ -135,7 +135,7 @@ export async function handleCallback(deps: SetupDeps, request: Request): Promise
     case "rejected":
       return nonceUsed(errorPage(400, "Code refused by the forge", "The forge refused the code: it was already used (this page is shown once), it expired, or it is unknown. If the App was created, find it in the forge's App settings, generate a private key and webhook secret there, or delete it and start again."));
     case "incomplete":
-      return nonceUsed(errorPage(400, "Incomplete credentials", "The forge's answer lacked one of the App ID, slug, private key, webhook secret or client credentials, so nothing is shown. Find the App in the forge's App settings and generate the missing credentials there."));
+      return nonceUsed(errorPage(400, "Incomplete credentials", "The forge's answer lacked one of the App ID, slug, private key, webhook secret or client ID, so nothing is shown. Find the App in the forge's App settings and generate the missing credentials there."));
   }
 }
 

@@ -86,7 +86,7 @@ in this address can be exchanged only once. Anyone with the private key or the w
 </table>
 ${secretBlock("private-key", "Private key", c.pem, { file: "private-key.pem", type: "application/x-pem-file" })}
 ${secretBlock("webhook-secret", "Webhook secret", c.webhookSecret, { file: "webhook-secret", type: "text/plain" })}
-${secretBlock("client-secret", "Client secret (not used by the service; keep it in your password manager or discard it)", c.clientSecret)}
+${c.clientSecret === null ? "" : secretBlock("client-secret", "Client secret (not used by the service; keep it in your password manager or discard it)", c.clientSecret)}
 <h2>Run the service with this App</h2>
 <p>Put the two secrets in files readable only by the service's user (the file's final newline, if any, is ignored):</p>
 <pre id="file-layout">${e(`${SECRETS_DIRECTORY}/          mode 0700, owned by the service user
