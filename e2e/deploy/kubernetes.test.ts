@@ -5,12 +5,12 @@ import { generateAppKeys } from "../../server/simulator/scenario.ts";
 import { loadConfig } from "../../server/config/index.ts";
 
 /**
- * The Kubernetes example (kubernetes.yaml, README "Deployment") parsed with Bun's YAML parser and checked against the
+ * The Kubernetes example (deploy/kubernetes/codeowner-approval.yaml, docs/operations.md "Deployment") parsed with Bun's YAML parser and checked against the
  * spec: one replica, Recreate, the startup-probe budget, secrets as read-only files, the hardened security context, a
  * migration Job, only the webhook route public; and its settings load under production validation.
  */
 type Obj = Record<string, any>;
-const MANIFEST = join(import.meta.dir, "kubernetes.yaml");
+const MANIFEST = join(import.meta.dir, "..", "..", "deploy", "kubernetes", "codeowner-approval.yaml");
 const documents = (Bun.YAML.parse(readFileSync(MANIFEST, "utf8")) as Obj[]).filter(Boolean);
 const byKind = (kind: string) => documents.filter((d) => d.kind === kind);
 const one = (kind: string): Obj => {
