@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The complete test suite: installs what it needs (Bun, dependencies, and the PostgreSQL server and Chromium from Debian
-# packages when missing), starts a throwaway PostgreSQL cluster of its own, builds the executable, runs bun test and the
+# The complete test suite: installs what it needs (Bun, dependencies, and the PostgreSQL server, Chromium and promtool (in
+# the prometheus package) from Debian packages when missing), starts a throwaway PostgreSQL cluster of its own, builds the executable, runs bun test and the
 # Playwright specs, and ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,8 @@ missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# promtool checks and unit-tests deploy/prometheus/alerts.yaml (e2e/deploy/prometheus.test.ts fails without it).
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing Debian packages: ${missing[*]}"
   sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
