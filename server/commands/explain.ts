@@ -7,13 +7,17 @@ import { decideCheck, planLookups, plain, renderCheck, visible, visibleJson, typ
 import { createForgeClient, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { validateInstallations, validateRepositories } from "../reconciler/validate.ts";
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./exit-codes.ts";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from "./exit-codes.ts";
+
+export const EXPLAIN_EXIT_CODES: ExitCodes = [[0, "decision printed"], [1, "the evidence could not be gathered"], [2, "usage or configuration error"]];
 
 export const EXPLAIN_USAGE = `usage: service explain --repository OWNER/NAME --pull N [--json] [--installation ID]
 
 Gathers the evidence the worker would use for that pull request, with the configured App credentials, and prints the decision.
 --json prints an evidence document instead; load it in the playground (/playground/) to replay and edit the decision.
---installation skips looking up which installation of the App covers the repository.`;
+--installation skips looking up which installation of the App covers the repository.
+
+${exitCodesLine(EXPLAIN_EXIT_CODES)}`;
 
 /** Format tag of the evidence document; the playground reads it (web/src/read-state.ts). */
 export const EVIDENCE_DOCUMENT_FORMAT = "service-evidence";
@@ -152,7 +156,7 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
   let forge = deps.forge;
   if (forge === undefined) {
     if (config.forge.appId === null || config.forge.privateKey === null) {
-      out.stderr("explain needs the App credentials: set SERVICE_FORGE_APP_ID and the App private key (see README.md)");
+      out.stderr("explain needs the App credentials: set SERVICE_FORGE_APP_ID and the App private key (see docs/operations.md, Settings)");
       return EXIT_USAGE;
     }
     forge = createForgeClient({ apiUrl: config.forge.apiUrl, appId: config.forge.appId, privateKey: config.forge.privateKey, requestTimeoutMs: REQUEST_TIMEOUT_MS, checkName: config.checkName, logger: createLogger("silent") });

@@ -5,7 +5,7 @@
 // Exit codes: 0 no error (warnings and notices allowed), 1 at least one error, or with --strict at least one warning,
 // 2 usage (unknown flag, missing file, bad format value; the message on stderr).
 //
-// --format json prints one object (stable; documented in README.md "Validating CODEOWNERS and policy in CI"):
+// --format json prints one object (stable; documented in docs/policy.md "service validate in CI"):
 //   { "format": "service-validate", "version": 1, "exitCode": 0|1,
 //     "findings": [{ "kind", "severity": "error"|"warning"|"notice", "file": path|null, "line": n|null, "message" }],
 //     "summary": { "errors", "warnings", "notices", "codeowners": path|null, "rules": n|null, "paths": n|null,
@@ -18,7 +18,9 @@ import { visible, visibleJson } from "../evaluation/escape.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { validate, type Finding, type ValidatedFile, type ValidationReport } from "../policy/validate.ts";
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./exit-codes.ts";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from "./exit-codes.ts";
+
+export const VALIDATE_EXIT_CODES: ExitCodes = [[0, "no error"], [1, "errors (with --strict, warnings too)"], [2, "usage"]];
 
 export const VALIDATE_USAGE = `usage: service validate [DIR] [--policy FILE] [--organization-policy FILE] [--files-from FILE|-]
                         [--format text|json|github] [--strict]
@@ -28,7 +30,8 @@ CODEOWNERS, then docs/CODEOWNERS) and the repository policy (${DEFAULTS.policyPa
 own parsers, offline. --organization-policy FILE also checks the .forge repository's organization policy and the
 delegations against it. --files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin)
 and adds the tree checks: rules that own nothing, dead rules, unowned paths.
-Exit 0: no error; 1: errors (with --strict, warnings too); 2: usage.`;
+
+${exitCodesLine(VALIDATE_EXIT_CODES)}`;
 
 export const VALIDATE_FORMAT = "service-validate";
 

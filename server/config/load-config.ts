@@ -144,7 +144,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   const known = new Set<string>(KNOWN_VARIABLES);
   for (const name of Object.keys(env).sort()) {
     if (name.startsWith("SERVICE_") && !known.has(name)) {
-      throw new ConfigError(name, "is not a known setting (check the spelling; see the README's settings table)");
+      throw new ConfigError(name, "is not a known setting (check the spelling; see docs/operations.md, Settings)");
     }
   }
   const get = (name: string): string | undefined => {

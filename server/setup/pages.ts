@@ -121,8 +121,8 @@ credentials it showed you:</p>
 SERVICE_FORGE_PRIVATE_KEY_FILE=${SECRETS_DIRECTORY}/private-key.pem
 SERVICE_FORGE_WEBHOOK_SECRET_FILE=${SECRETS_DIRECTORY}/webhook-secret
 SERVICE_SETUP_ENABLED=false`)}</pre>
-<p>Then restart the service and check <code>GET /health/ready</code> for <code>"forge_credentials": true</code>. The README's
-"App setup" section has the details.</p>
+<p>Then restart the service and check <code>GET /health/ready</code> for <code>"forge_credentials": true</code>. docs/getting-started.md
+(in the service's source) has the whole path to a first check.</p>
 `;
   return htmlResponse(200, page("Finish the configuration · Code-owner approval", body), contentSecurityPolicy());
 }

@@ -1,0 +1,80 @@
+import { type ExitCodes, exitCodesLine } from "./exit-codes.ts";
+import { EXPLAIN_EXIT_CODES, EXPLAIN_USAGE } from "./explain.ts";
+import { VALIDATE_EXIT_CODES, VALIDATE_USAGE } from "./validate.ts";
+
+/**
+ * `service --help` and each command's `--help`, from one table: every command's synopsis (its flags) and exit codes. The
+ * command table of docs/operations.md lists the same; e2e/docs/help.test.ts compares the two.
+ */
+export type CommandHelp = {
+  /** The words that name the command: ["database", "migrate"]. */
+  readonly name: readonly string[];
+  readonly synopsis: string;
+  readonly summary: string;
+  /** The command's own usage text, ending with its exit codes, when it has one (explain, validate). */
+  readonly usage?: string;
+  readonly exitCodes: ExitCodes;
+};
+
+export const COMMANDS: readonly CommandHelp[] = [
+  {
+    name: ["serve"], synopsis: "service serve",
+    summary: "run the service (HTTP routes and background tasks); the database must be at this binary's migration head",
+    exitCodes: [[0, "stopped by SIGTERM or SIGINT after draining"], [1, "the database is unusable or the service cannot start"], [2, "configuration error"]],
+  },
+  {
+    name: ["database", "migrate"], synopsis: "service database migrate",
+    summary: "apply the embedded migrations (the only command that changes schema); reads only the database settings",
+    exitCodes: [[0, "the schema is at this binary's head"], [1, "the migration failed or the database is newer"], [2, "configuration error"]],
+  },
+  {
+    name: ["database", "check"], synopsis: "service database check",
+    summary: "check the database is at this binary's migration head and release contract; reads only the database settings",
+    exitCodes: [[0, "at this binary's head and contract"], [1, "not at it, or unreachable"], [2, "configuration error"]],
+  },
+  {
+    name: ["config", "check"], synopsis: "service config check",
+    summary: "load and validate the configuration (reading secret files), print the effective non-secret settings",
+    exitCodes: [[0, "valid"], [2, "configuration error, naming the variable and rule"]],
+  },
+  {
+    name: ["explain"], synopsis: "service explain --repository OWNER/NAME --pull N [--json] [--installation ID]",
+    summary: "gather the evidence the worker would (configured App credentials) and print the decision, or with --json an evidence document for the playground (no token, key or secret in it)",
+    usage: EXPLAIN_USAGE,
+    exitCodes: EXPLAIN_EXIT_CODES,
+  },
+  {
+    name: ["validate"], synopsis: "service validate [DIR] [--files-from FILE|-] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]",
+    summary: "check the CODEOWNERS and policy files the service would read in DIR, offline (no settings, database or forge)",
+    usage: VALIDATE_USAGE,
+    exitCodes: VALIDATE_EXIT_CODES,
+  },
+  {
+    name: ["demo"], synopsis: "service demo [--once]",
+    summary: "run the service on a fresh embedded database against the built-in forge simulator and walk one pull request through fail → approve → success → new commit → fail → approve → success; --once exits after the walk-through",
+    exitCodes: [[0, "the walk-through completed (with --once), or stopped by Ctrl-C"], [1, "the walk-through failed"]],
+  },
+  { name: ["--version"], synopsis: "service --version", summary: "print the application version", exitCodes: [[0, "printed"]] },
+];
+
+const exitLine = (help: CommandHelp) => exitCodesLine(help.exitCodes);
+
+/** One command's `--help`. */
+export function commandUsage(help: CommandHelp): string {
+  return help.usage ?? `usage: ${help.synopsis}\n\n${help.summary[0]!.toUpperCase()}${help.summary.slice(1)}.\n\n${exitLine(help)}`;
+}
+
+/** `service --help`: every command with its flags and exit codes. */
+export function overallUsage(): string {
+  const blocks = COMMANDS.map((c) => `  ${c.synopsis.replace(/^service /, "")}\n      ${c.summary}\n      ${exitLine(c)}`);
+  return `usage: service <command>\n\ncommands:\n${blocks.join("\n")}\n\nEach command's --help prints its own usage. Configuration comes from SERVICE_* environment variables; secrets from files\n(docs/operations.md "Settings").`;
+}
+
+/** The command `argv` names and whether it asks for help; null when it names none. */
+export function helpRequest(argv: readonly string[]): CommandHelp | null {
+  if (!argv.includes("--help") && !argv.includes("-h")) return null;
+  const words = argv.filter((a) => a !== "--help" && a !== "-h");
+  return COMMANDS.find((c) => c.name.length === words.length && c.name.every((w, i) => words[i] === w))
+    ?? COMMANDS.find((c) => c.name.length <= words.length && c.name.every((w, i) => words[i] === w) && c.usage !== undefined)
+    ?? null;
+}
