@@ -12,11 +12,13 @@ const flagsOf = (text: string) => [...new Set([...text.matchAll(/(?<![\w-])--[a-
 const codesOf = (text: string) => [...text.matchAll(/(?:^|;)\s*(\d+)\b/g)].map((m) => Number(m[1])).sort();
 const exitLineOf = (help: string) => /^exit codes: (.*)$/m.exec(help)?.[1] ?? "";
 
+/** The command's words are the synopsis' leading lowercase words (`database migrate`), or `--version`. */
 const rows: Row[] = tableAfter(join(ROOT, "docs", "operations.md"), "Commands").map(([synopsis, , exits]) => {
   const command = /^`([^`]+)`$/.exec(synopsis!)?.[1] ?? synopsis!;
-  const words = command.split(/\s+/).slice(1);
-  const name = words.slice(0, words.findIndex((w) => /^[[-]|^[A-Z]/.test(w) && w !== "--version") === -1 ? words.length : words.findIndex((w) => /^[[-]|^[A-Z]/.test(w) && w !== "--version"));
-  return { command, words: name, flags: flagsOf(command), exitCodes: codesOf(exits!) };
+  const rest = command.split(/\s+/).slice(1);
+  const firstArgument = rest.findIndex((w) => !/^[a-z]+$/.test(w));
+  const words = rest[0] === "--version" ? ["--version"] : firstArgument === -1 ? rest : rest.slice(0, firstArgument);
+  return { command, words, flags: flagsOf(command), exitCodes: codesOf(exits!) };
 });
 
 beforeAll(() => ensureBinary());

@@ -70,11 +70,12 @@ export function overallUsage(): string {
   return `usage: service <command>\n\ncommands:\n${blocks.join("\n")}\n\nEach command's --help prints its own usage. Configuration comes from SERVICE_* environment variables; secrets from files\n(docs/operations.md "Settings").`;
 }
 
-/** The command `argv` names and whether it asks for help; null when it names none. */
+/**
+ * The command whose `--help` (or `-h`) `argv` asks for: the one its words name, followed by nothing else unless the command
+ * takes arguments (`validate DIR --help`). Null when it names none (`database --help`): the caller prints the overall usage.
+ */
 export function helpRequest(argv: readonly string[]): CommandHelp | null {
-  if (!argv.includes("--help") && !argv.includes("-h")) return null;
   const words = argv.filter((a) => a !== "--help" && a !== "-h");
-  return COMMANDS.find((c) => c.name.length === words.length && c.name.every((w, i) => words[i] === w))
-    ?? COMMANDS.find((c) => c.name.length <= words.length && c.name.every((w, i) => words[i] === w) && c.usage !== undefined)
-    ?? null;
+  const takesArguments = (c: CommandHelp) => c.synopsis !== `service ${c.name.join(" ")}`;
+  return COMMANDS.find((c) => c.name.every((w, i) => words[i] === w) && (words.length === c.name.length || takesArguments(c))) ?? null;
 }
