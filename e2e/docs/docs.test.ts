@@ -84,7 +84,7 @@ describe("settings", () => {
   });
 
   test("the loader's list is every SERVICE_* name the product's code mentions", () => {
-    const sources = new Bun.Glob("server/**/*.ts").scanSync({ cwd: ROOT }).filter((f) => !f.endsWith(".test.ts"));
+    const sources = [...new Bun.Glob("server/**/*.ts").scanSync({ cwd: ROOT })].filter((f) => !f.endsWith(".test.ts"));
     const named = new Set(sources.flatMap((f) => [...read(join(ROOT, f)).matchAll(/["'`](SERVICE_[A-Z0-9_]*[A-Z0-9])["'`]/g)].map((m) => m[1]!)));
     expect([...named].filter((v) => !KNOWN_VARIABLES.includes(v)).sort()).toEqual([]);
     expect(KNOWN_VARIABLES.filter((v) => !named.has(v))).toEqual([]);

@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { ROOT } from "../support/binary.ts";
+
+export { ROOT };
 
 /** The documentation the docs tests keep true: README.md and every Markdown file under docs/. */
-export const ROOT = join(import.meta.dir, "..", "..");
-
 export function documentationFiles(): string[] {
   const docs = readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => join(ROOT, "docs", f));
   return [join(ROOT, "README.md"), ...docs.sort()];
