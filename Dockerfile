@@ -9,9 +9,9 @@
 #     --build-arg REVISION="$(git rev-parse HEAD)" --build-arg VERSION=0.1.0 -t codeowner-approval-service:0.1.0 .
 #
 # No secret belongs in a build argument, a layer or an environment default: the App key, the webhook secret and the
-# database URL are mounted at run time as read-only files (see README "Deployment").
+# database URL are mounted at run time as read-only files (see docs/operations.md "Deployment").
 
-# Base images are arguments so a machine without a registry can build from locally made bases (README "Container image").
+# Base images are arguments so a machine without a registry can build from locally made bases (docs/operations.md "Container image").
 ARG BUN_IMAGE=docker.io/oven/bun:1.4.4
 ARG BASE_IMAGE=docker.io/library/debian:bookworm-slim
 
