@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { KNOWN_VARIABLES } from "../../server/config/index.ts";
-import { ensureBinary, runBinary } from "../support/binary.ts";
+import { BINARY, cleanEnv, ensureBinary } from "../support/binary.ts";
 import { documentationFiles, type Fence, fences, read, ROOT, shortName, tableAfter } from "./markdown.ts";
 
 /**
@@ -45,9 +45,10 @@ function validate(example: Fence): { exitCode: number; findings: Finding[]; stde
     } else {
       throw new Error(`${example.file}:${example.line}: a TOML example must say whether it is a repository-policy or an organization-policy (\`\`\`toml repository-policy)`);
     }
-    const result = runBinary(["validate", ...args], {});
-    const findings = result.stdout ? (JSON.parse(result.stdout).findings as Finding[]) : [];
-    return { exitCode: result.exitCode, findings, stderr: result.stderr };
+    const result = Bun.spawnSync([BINARY, "validate", ...args], { cwd: "/", env: cleanEnv(), stdout: "pipe", stderr: "pipe" });
+    const stdout = result.stdout.toString();
+    const findings = stdout ? (JSON.parse(stdout).findings as Finding[]) : [];
+    return { exitCode: result.exitCode ?? -1, findings, stderr: `${result.signalCode ?? ""} ${result.stderr.toString()}` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
