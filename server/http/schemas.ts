@@ -4,7 +4,7 @@ import { t } from "elysia";
 export const RootDocument = t.Object({
   name: t.String({ description: "product name" }),
   version: t.String({ description: "installed package version" }),
-  documentation: t.String({ description: "documentation URL" }),
+  documentation: t.String({ description: "absolute URL of the HTTP interface documentation (/api/docs at the origin the request reached)" }),
 });
 
 export const RuntimeIdentity = t.Object({
