@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
@@ -231,5 +231,11 @@ describe("demo", () => {
     expect(verdicts).toEqual(["FAILURE", "FAILURE", "SUCCESS", "FAILURE", "SUCCESS"]);
     expect(result.stdout).toContain("Demo complete");
     expect(result.stdout).toContain("in_progress");
+    // The README's excerpt of this output ("Try it in one minute") shows lines the demo prints (commit IDs aside).
+    const readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8");
+    const excerpt = /## Try it in one minute[\s\S]*?```text\n([\s\S]*?)```/.exec(readme)![1]!;
+    const normal = (line: string) => line.trim().replace(/\b[0-9a-f]{7}\b/g, "<commit>");
+    const printed = new Set(result.stdout.split("\n").map(normal));
+    expect(excerpt.split("\n").map(normal).filter((line) => line !== "" && !printed.has(line))).toEqual([]);
   }, 60_000);
 });
