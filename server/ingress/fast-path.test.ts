@@ -138,13 +138,17 @@ describe.each(BACKENDS)("fast-path invalidation on %s", (backend) => {
     await setUp();
     await sim.control.setPullRequestState({ owner: "acme", repo: "web", number: scenario.pullNumber, state: "closed" });
     // Released just after the answer (which does not wait for the release), long before the 2 s the fast path held it for.
+    // Other rows already claimable (the scenario's own) may be claimed first while the release is on its way: they stay
+    // leased, and the loop goes on until the invalidation is claimed or the time is up.
     const until = performance.now() + 500;
-    let claimed = await h.store.execute(() => claimNext("w", Date.now(), 60_000));
-    while (claimed === null && performance.now() < until) {
-      await Bun.sleep(10);
-      claimed = await h.store.execute(() => claimNext("w", Date.now(), 60_000));
+    const kinds: string[] = [];
+    for (;;) {
+      const claimed = await h.store.execute(() => claimNext("w", Date.now(), 60_000));
+      if (claimed !== null) kinds.push(claimed.kind);
+      if (claimed?.kind === "head_invalidation" || performance.now() >= until) break;
+      if (claimed === null) await Bun.sleep(10);
     }
-    expect(claimed?.kind).toBe("head_invalidation");
+    expect(kinds).toContain("head_invalidation");
   });
 
   test("a delivery for a head the pull request has left skips check creation and records work for the live head", async () => {
