@@ -13,6 +13,8 @@ import pg0006 from "../../migrations/postgres/0006_open_pull_index.sql" with { t
 import lite0006 from "../../migrations/sqlite/0006_open_pull_index.sql" with { type: "text" };
 import pg0007 from "../../migrations/postgres/0007_open_pull_base.sql" with { type: "text" };
 import lite0007 from "../../migrations/sqlite/0007_open_pull_base.sql" with { type: "text" };
+import pg0008 from "../../migrations/postgres/0008_decision_records.sql" with { type: "text" };
+import lite0008 from "../../migrations/sqlite/0008_decision_records.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -29,6 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "0005_check_creation", postgres: pg0005, sqlite: lite0005 },
   { version: 6, name: "0006_open_pull_index", postgres: pg0006, sqlite: lite0006 },
   { version: 7, name: "0007_open_pull_base", postgres: pg0007, sqlite: lite0007 },
+  { version: 8, name: "0008_decision_records", postgres: pg0008, sqlite: lite0008 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;
