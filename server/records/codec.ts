@@ -1,0 +1,29 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { type DecisionRecord, RECORD_SCHEMA_VERSION } from "./schema.ts";
+
+/**
+ * What `decision_records.body` holds: the record without the two fields the row itself knows (its `id`, and `confirmed`,
+ * which is `confirmed_at_ms is not null`), as gzip-compressed JSON. node:zlib rather than a hand-written codec: Bun implements
+ * it natively and the store keeps plain bytes on both backends.
+ */
+export type DecisionRecordBody = Omit<DecisionRecord, "id" | "confirmed">;
+
+/** A stored body decompresses to at most this (a record is bounded to MAX_RECORD_BYTES; the margin is for JSON escaping). */
+const MAX_DECODED_BYTES = 4 * 1024 * 1024;
+
+export function encodeRecordBody(body: DecisionRecordBody): { readonly bytes: Uint8Array; readonly size: number } {
+  const json = Buffer.from(JSON.stringify(body), "utf8");
+  return { bytes: new Uint8Array(gzipSync(json)), size: json.byteLength };
+}
+
+export function decodeRecordBody(bytes: Uint8Array): DecisionRecordBody {
+  const json = gunzipSync(bytes, { maxOutputLength: MAX_DECODED_BYTES }).toString("utf8");
+  const body = JSON.parse(json) as DecisionRecordBody;
+  if (body.schema_version !== RECORD_SCHEMA_VERSION || body.kind !== "decision") throw new Error(`decision record body of an unknown schema (${String(body.schema_version)})`);
+  return body;
+}
+
+/** The record as the routes and commands show it: the stored body with the row's id and confirmation. */
+export function decisionRecordOf(row: { readonly id: number | string | bigint; readonly confirmed_at_ms: number | string | null }, body: DecisionRecordBody): DecisionRecord {
+  return { ...body, id: `d${String(row.id)}` as `d${number}`, confirmed: row.confirmed_at_ms !== null };
+}
