@@ -89,3 +89,31 @@ export const MAX_LISTED_REVIEWS_PER_SET = 50;
  * validator reports it as a finding instead of holding a CI job on a hostile pattern.
  */
 export const MAX_VALIDATION_MATCH_STEPS = 200_000_000;
+
+/** `[break_glass] min_reason_length` of the organization policy: default and range (DESIGN 3.11). */
+export const DEFAULT_BREAK_GLASS_REASON_LENGTH = 20;
+export const MIN_BREAK_GLASS_REASON_LENGTH = 10;
+export const MAX_BREAK_GLASS_REASON_LENGTH = 500;
+
+/**
+ * `[break_glass] teams` of the organization policy (not in DESIGN 3.11): each listed team costs one membership lookup per
+ * override request, so the list is short; an organization names its on-call teams, not every team.
+ */
+export const MAX_BREAK_GLASS_TEAMS = 10;
+
+/**
+ * Override requests (reviews whose body starts with `break-glass:`) judged per evaluation, the most recent first (not in
+ * DESIGN 3.11). Anyone who can review may write the marker, so the membership lookups they cause are bounded: at most
+ * MAX_BREAK_GLASS_REQUESTS × MAX_BREAK_GLASS_TEAMS. Older requests are refused as `too_many_requests`.
+ */
+export const MAX_BREAK_GLASS_REQUESTS = 10;
+
+/**
+ * Characters of a review body's first line that the evidence keeps (the only part of a body the service reads: the
+ * break-glass marker and reason). A body is hostile input of up to 65,536 characters; this keeps the marker, the longest
+ * reason counted (MAX_BREAK_GLASS_REASON_LENGTH) and room for the whitespace around it.
+ */
+export const MAX_REVIEW_BODY_LINE_CHARS = 1_024;
+
+/** Characters of a break-glass reason shown in the check output before "…" (DESIGN 3.11). */
+export const MAX_RENDERED_BREAK_GLASS_REASON_CHARS = 500;

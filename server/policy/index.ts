@@ -5,8 +5,10 @@ export { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 export { compilePattern, literalPathPattern, type CompiledPattern, type PatternResult } from "./pattern.ts";
 export { nonDelegableSet, builtInNonDelegablePatterns, CODEOWNERS_PATHS, BUILT_IN_NON_DELEGABLE_PATTERNS, type NonDelegableSet } from "./non-delegable.ts";
 export {
+  breakGlassSettings,
   parseOrganizationPolicy,
   parseRepositoryPolicy,
+  REPOSITORY_BREAK_GLASS_MESSAGE,
   repositoryPolicyOptsOut,
   OrganizationPolicySchema,
   RepositoryPolicySchema,
@@ -14,6 +16,7 @@ export {
   type RepositoryPolicy,
   type PolicyError,
   type PolicyParse,
+  type BreakGlassSettings,
 } from "./policy-files.ts";
 export { decodeUtf8Strict, utf8ByteLength } from "./utf8.ts";
 export { validate, LISTED_PATHS, type Finding, type FindingKind, type Severity, type ValidatedFile, type ValidationInput, type ValidationReport, type ValidationSummary } from "./validate.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseOrganizationPolicy, parseRepositoryPolicy, repositoryPolicyOptsOut, type PolicyError } from "./policy-files.ts";
+import { DEFAULT_BREAK_GLASS_REASON_LENGTH, MAX_BREAK_GLASS_REASON_LENGTH, MAX_BREAK_GLASS_TEAMS, MAX_TEAM_SLUG_CHARS, MIN_BREAK_GLASS_REASON_LENGTH } from "./bounds.ts";
+import { breakGlassSettings, parseOrganizationPolicy, parseRepositoryPolicy, REPOSITORY_BREAK_GLASS_MESSAGE, repositoryPolicyOptsOut, type PolicyError } from "./policy-files.ts";
 
 const errorsOf = (result: { kind: string; errors?: readonly PolicyError[] }) => (result.kind === "invalid" ? result.errors! : []);
 const locations = (result: { kind: string; errors?: readonly PolicyError[] }) => errorsOf(result).map((error) => error.location);
@@ -98,5 +99,57 @@ non_delegable_paths = ["deploy/**", "/Makefile"]
   test("unknown organization fields are rejected", () => {
     expect(locations(parseOrganizationPolicy("schema_version = 1\nenabled = true\n"))).toEqual(["enabled"]);
     expect(locations(parseOrganizationPolicy("schema_version = 1\n[guardrails]\nallow = []\n"))).toEqual(["guardrails.allow"]);
+  });
+});
+
+describe("organization policy [break_glass] (DESIGN 3.11)", () => {
+  const org = (section: string) => parseOrganizationPolicy(`schema_version = 1\n[break_glass]\n${section}`);
+  test("teams and min_reason_length are read; min_reason_length defaults to 20", () => {
+    const full = org('teams = ["sre-on-call", "incident_cmd"]\nmin_reason_length = 40\n');
+    expect(full.kind).toBe("ok");
+    expect(breakGlassSettings(full.kind === "ok" ? full.policy : null)).toEqual({ teams: ["sre-on-call", "incident_cmd"], minReasonLength: 40 });
+    const defaulted = org('teams = ["sre"]\n');
+    expect(breakGlassSettings(defaulted.kind === "ok" ? defaulted.policy : null)).toEqual({ teams: ["sre"], minReasonLength: DEFAULT_BREAK_GLASS_REASON_LENGTH });
+    expect(DEFAULT_BREAK_GLASS_REASON_LENGTH).toBe(20);
+  });
+  test("without the section there is no override", () => {
+    const none = parseOrganizationPolicy("schema_version = 1\n");
+    expect(breakGlassSettings(none.kind === "ok" ? none.policy : null)).toBeNull();
+    expect(breakGlassSettings(null)).toBeNull();
+  });
+  test("min_reason_length is 10..500", () => {
+    expect(org(`teams = ["sre"]\nmin_reason_length = ${MIN_BREAK_GLASS_REASON_LENGTH}\n`).kind).toBe("ok");
+    expect(org(`teams = ["sre"]\nmin_reason_length = ${MAX_BREAK_GLASS_REASON_LENGTH}\n`).kind).toBe("ok");
+    expect(locations(org(`teams = ["sre"]\nmin_reason_length = ${MIN_BREAK_GLASS_REASON_LENGTH - 1}\n`))).toEqual(["break_glass.min_reason_length"]);
+    expect(locations(org(`teams = ["sre"]\nmin_reason_length = ${MAX_BREAK_GLASS_REASON_LENGTH + 1}\n`))).toEqual(["break_glass.min_reason_length"]);
+    expect(locations(org('teams = ["sre"]\nmin_reason_length = "20"\n'))).toEqual(["break_glass.min_reason_length"]);
+  });
+  test("a team that is not a slug is rejected with its index", () => {
+    expect(locations(org('teams = ["sre", "acme/sre"]\n'))).toEqual(["break_glass.teams[1]"]);
+    expect(locations(org('teams = ["SRE"]\n'))).toEqual(["break_glass.teams[0]"]);
+    expect(locations(org('teams = ["on call"]\n'))).toEqual(["break_glass.teams[0]"]);
+    expect(locations(org(`teams = ["${"a".repeat(MAX_TEAM_SLUG_CHARS + 1)}"]\n`))).toEqual(["break_glass.teams[0]"]);
+    expect(org(`teams = ["${"a".repeat(MAX_TEAM_SLUG_CHARS)}"]\n`).kind).toBe("ok");
+  });
+  test("teams is required, not empty, and at most MAX_BREAK_GLASS_TEAMS long", () => {
+    expect([...new Set(locations(org("min_reason_length = 20\n")))]).toEqual(["break_glass.teams"]);
+    expect(locations(org("teams = []\n"))).toEqual(["break_glass.teams"]);
+    const many = (n: number) => `teams = [${Array.from({ length: n }, (_, i) => `"t${i}"`).join(", ")}]\n`;
+    expect(org(many(MAX_BREAK_GLASS_TEAMS)).kind).toBe("ok");
+    expect(locations(org(many(MAX_BREAK_GLASS_TEAMS + 1)))).toEqual(["break_glass.teams"]);
+  });
+  test("an unknown key in the section is an error", () => {
+    expect(locations(org('teams = ["sre"]\nrepositories = ["*"]\n'))).toEqual(["break_glass.repositories"]);
+  });
+});
+
+describe("repository policy naming break_glass (DESIGN 3.11)", () => {
+  test("is a policy error that says only the organization policy can enable it", () => {
+    const result = parseRepositoryPolicy('schema_version = 1\nenabled = true\n[break_glass]\nteams = ["devs"]\n');
+    expect(errorsOf(result)).toEqual([{ location: "break_glass", message: REPOSITORY_BREAK_GLASS_MESSAGE }]);
+  });
+  test("is an error even when empty or narrowing", () => {
+    expect(locations(parseRepositoryPolicy("schema_version = 1\nenabled = true\n[break_glass]\n"))).toEqual(["break_glass"]);
+    expect(locations(parseRepositoryPolicy("schema_version = 1\nenabled = true\nbreak_glass = false\n"))).toEqual(["break_glass"]);
   });
 });

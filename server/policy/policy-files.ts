@@ -6,12 +6,17 @@ import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseToml, TomlError } from "smol-toml";
 import {
+  DEFAULT_BREAK_GLASS_REASON_LENGTH,
+  MAX_BREAK_GLASS_REASON_LENGTH,
+  MAX_BREAK_GLASS_TEAMS,
   MAX_DELEGATION_PATTERNS,
   MAX_DELEGATIONS,
   MAX_GUARDRAIL_PATTERNS,
   MAX_POLICY_FILE_BYTES,
   MAX_REQUIRED_APPROVALS,
+  MAX_TEAM_SLUG_CHARS,
   MAX_TRUSTED_APPS,
+  MIN_BREAK_GLASS_REASON_LENGTH,
   MIN_REQUIRED_APPROVALS,
 } from "./bounds.ts";
 import { ownerKind } from "./codeowners.ts";
@@ -26,6 +31,8 @@ export interface PolicyError {
 
 const Slug = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,99}$" });
 const Pattern = Type.String({ minLength: 1, maxLength: 4096 });
+/** A team slug of the organization (lower case, as the forge makes them), without `org/`: `sre-on-call`. */
+const TeamSlug = Type.String({ pattern: `^[a-z0-9][a-z0-9_-]{0,${MAX_TEAM_SLUG_CHARS - 1}}$` });
 const strict = { additionalProperties: false } as const;
 
 export const OrganizationPolicySchema = Type.Object(
@@ -38,6 +45,16 @@ export const OrganizationPolicySchema = Type.Object(
     ),
     guardrails: Type.Optional(
       Type.Object({ non_delegable_paths: Type.Optional(Type.Array(Pattern, { maxItems: MAX_GUARDRAIL_PATTERNS })) }, strict),
+    ),
+    // DESIGN 3.11: only the organization policy enables break-glass overrides; without this section there is none.
+    break_glass: Type.Optional(
+      Type.Object(
+        {
+          teams: Type.Array(TeamSlug, { minItems: 1, maxItems: MAX_BREAK_GLASS_TEAMS }),
+          min_reason_length: Type.Optional(Type.Integer({ minimum: MIN_BREAK_GLASS_REASON_LENGTH, maximum: MAX_BREAK_GLASS_REASON_LENGTH })),
+        },
+        strict,
+      ),
     ),
   },
   strict,
@@ -119,6 +136,23 @@ function patternErrors(patterns: readonly string[], at: string): PolicyError[] {
   return errors;
 }
 
+/** The organization's break-glass settings (DESIGN 3.11), or null when its policy has no `[break_glass]` section. */
+export interface BreakGlassSettings {
+  /** Team slugs of the organization whose active members may override. */
+  readonly teams: readonly string[];
+  /** Characters (code points) the reason must have after trimming. */
+  readonly minReasonLength: number;
+}
+
+export function breakGlassSettings(policy: OrganizationPolicy | null): BreakGlassSettings | null {
+  const section = policy?.break_glass;
+  if (section === undefined) return null;
+  return { teams: [...new Set(section.teams)], minReasonLength: section.min_reason_length ?? DEFAULT_BREAK_GLASS_REASON_LENGTH };
+}
+
+/** The error of a repository policy that names `break_glass`, which only the organization policy may (DESIGN 3.11). */
+export const REPOSITORY_BREAK_GLASS_MESSAGE = "only the organization policy can enable break-glass overrides; a repository policy cannot enable, widen or narrow them";
+
 export function parseOrganizationPolicy(text: string): PolicyParse<OrganizationPolicy> {
   const read = readToml(text);
   if (!read.ok) return { kind: "invalid", errors: read.errors };
@@ -137,7 +171,12 @@ export function parseOrganizationPolicy(text: string): PolicyParse<OrganizationP
 export function parseRepositoryPolicy(text: string): PolicyParse<RepositoryPolicy> {
   const read = readToml(text);
   if (!read.ok) return { kind: "invalid", errors: read.errors };
-  const errors = schemaErrors(RepositoryPolicySchema, read.value);
+  // Named before the schema's own "unexpected property", so the error says why the section is refused here.
+  const namesBreakGlass = typeof read.value === "object" && read.value !== null && Object.hasOwn(read.value, "break_glass");
+  const errors = [
+    ...(namesBreakGlass ? [{ location: "break_glass", message: REPOSITORY_BREAK_GLASS_MESSAGE }] : []),
+    ...schemaErrors(RepositoryPolicySchema, read.value).filter((error) => !(namesBreakGlass && error.location === "break_glass")),
+  ];
   if (errors.length > 0) return { kind: "invalid", errors };
   const policy = read.value as RepositoryPolicy;
   (policy.delegations ?? []).forEach((delegation, index) => {

@@ -196,6 +196,25 @@ describe("policy findings", () => {
     expect(findings[0]!.message).toStartWith("trusted_apps: Unexpected property (a repository policy cannot enroll Apps");
   });
 
+  test("a repository policy naming break_glass is its own error at its line: only the organization policy enables overrides", () => {
+    const findings = run({ policy: `${ENABLED}[break_glass]\nteams = ["devs"]\n` }).findings;
+    expect(findings.map(brief)).toEqual([{ kind: "repository_enables_break_glass", severity: "error", file: POLICY, line: 3 }]);
+    expect(findings[0]!.message).toStartWith("break_glass: only the organization policy can enable break-glass overrides");
+  });
+
+  test("an organization policy's [break_glass] is validated and, when valid, noted with its teams and reason length", () => {
+    const valid = run({ organization: 'schema_version = 1\n[break_glass]\nteams = ["sre", "incident"]\n' }).findings;
+    expect(valid.map(brief)).toEqual([{ kind: "break_glass_enabled", severity: "notice", file: "org.toml", line: 2 }]);
+    expect(valid[0]!.message).toContain("at least 20 characters");
+    expect(valid[0]!.message).toContain("sre, incident");
+    const invalid = run({ organization: 'schema_version = 1\n[break_glass]\nteams = ["acme/sre"]\nmin_reason_length = 5\nextra = 1\n' }).findings;
+    expect(invalid.map((f) => [f.kind, f.line, f.message.split(":")[0]])).toEqual([
+      ["policy_error", 3, "break_glass.teams[0]"],
+      ["policy_error", 4, "break_glass.min_reason_length"],
+      ["policy_error", 5, "break_glass.extra"],
+    ]);
+  });
+
   test("an organization policy is judged by the organization parser", () => {
     const findings = run({ organization: 'schema_version = 1\n[[trusted_apps]]\nslug = "a"\napp_id = 1\n[[trusted_apps]]\nslug = "a"\napp_id = 2\n' }).findings;
     expect(findings.map((f) => [f.kind, f.file, f.line, f.message])).toEqual([["policy_error", "org.toml", 6, "trusted_apps[1].slug: App 'a' is enrolled twice"]]);

@@ -9,6 +9,7 @@ import { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 import { nonDelegableSet } from "./non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
 import {
+  breakGlassSettings,
   parseOrganizationPolicy,
   parseRepositoryPolicy,
   policyFileSizeError,
@@ -33,6 +34,10 @@ export type FindingKind =
   | "policy_error"
   /** A repository policy with `trusted_apps`: only the organization policy can enroll Apps. */
   | "repository_enrolls_apps"
+  /** A repository policy naming `break_glass`: only the organization policy can enable overrides (DESIGN 3.11). */
+  | "repository_enables_break_glass"
+  /** The organization policy enables break-glass overrides: who may override, and the reason's minimum length. */
+  | "break_glass_enabled"
   /** A delegation to an App the organization policy does not enroll (needs the organization policy). */
   | "delegation_app_not_enrolled"
   /**
@@ -130,7 +135,11 @@ export function validate(input: ValidationInput): ValidationReport {
 
   const codeowners = checkCodeowners(input, add);
   const repository = checkPolicy(input.repositoryPolicy, parseRepositoryPolicy, add, (location) =>
-    location === "trusted_apps" || location.startsWith("trusted_apps[") || location.startsWith("trusted_apps.") ? "repository_enrolls_apps" : "policy_error",
+    location === "trusted_apps" || location.startsWith("trusted_apps[") || location.startsWith("trusted_apps.")
+      ? "repository_enrolls_apps"
+      : location === "break_glass"
+        ? "repository_enables_break_glass"
+        : "policy_error",
   );
   if (input.repositoryPolicy === null) {
     add("policy_not_enabled", "notice", null, null, `no repository policy at ${input.policyPath}: the service does not check this repository`);
@@ -142,6 +151,11 @@ export function validate(input: ValidationInput): ValidationReport {
     }
   }
   const organization = checkPolicy(input.organizationPolicy, parseOrganizationPolicy, add, () => "policy_error");
+  const breakGlass = breakGlassSettings(organization?.policy ?? null);
+  if (organization !== null && breakGlass !== null) {
+    const teams = breakGlass.teams.join(", ");
+    add("break_glass_enabled", "notice", organization.path, lineOf("break_glass", tomlFieldLines(organization.text)), `break-glass overrides are enabled: an approving review on the head whose first line is 'break-glass: <reason of at least ${breakGlass.minReasonLength} characters>', by an active member of ${teams} who is not the author, meets the approval requirements`);
+  }
 
   // Each matching step below is bounded: past the budget, what the step added so far is dropped (a rule reported as owning
   // nothing after half a tree would be wrong) and one finding says the validator stopped.
