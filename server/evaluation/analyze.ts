@@ -14,9 +14,11 @@ import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
 import { nonDelegableSet, type NonDelegableSet } from "../policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../policy/pattern.ts";
 import {
+  breakGlassSettings,
   parseOrganizationPolicy,
   parseRepositoryPolicy,
   repositoryPolicyOptsOut,
+  type BreakGlassSettings,
   type OrganizationPolicy,
   type PolicyError,
   type RepositoryPolicy,
@@ -67,6 +69,8 @@ export interface Analysis {
   readonly anonymousReviews: number;
   readonly sharedHeadWith: readonly number[];
   readonly organizationOwned: boolean;
+  /** Whether the organization enables break-glass overrides here (DESIGN 3.11), and with which settings, or why not. */
+  readonly breakGlass: { readonly kind: "enabled"; readonly settings: BreakGlassSettings } | { readonly kind: "not_enabled"; readonly why: Text };
 }
 
 export type AnalysisResult = Analysis | { readonly kind: "not_enabled"; readonly why: Text } | { readonly kind: "retry"; readonly reasons: Reason[] };
@@ -361,5 +365,16 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     anonymousReviews,
     sharedHeadWith,
     organizationOwned: evidence.repository.ownerType === "Organization",
+    breakGlass: breakGlassState(evidence, orgRead, organization),
   };
+}
+
+/** DESIGN 3.11: only a usable organization policy with a `[break_glass]` section enables overrides, in its organization. */
+function breakGlassState(evidence: Omit<Evidence, "directory">, read: FileRead, organization: OrganizationPolicy | null): Analysis["breakGlass"] {
+  if (evidence.repository.ownerType !== "Organization") return { kind: "not_enabled", why: t`the repository is not owned by an organization, whose policy alone can enable break-glass overrides` };
+  if (read.kind === "missing") return { kind: "not_enabled", why: t`there is no organization policy, so break-glass overrides are not enabled` };
+  if (organization === null) return { kind: "not_enabled", why: t`the organization policy could not be used, so break-glass overrides are not enabled` };
+  const settings = breakGlassSettings(organization);
+  if (settings === null) return { kind: "not_enabled", why: t`the organization policy has no ${"[break_glass]"} section, so break-glass overrides are not enabled` };
+  return { kind: "enabled", settings };
 }

@@ -119,6 +119,53 @@ export interface ResultNode {
   readonly children: readonly ResultNode[];
 }
 
+/**
+ * A break-glass override that met the approval requirements (DESIGN 3.11): plain data, so the decision record, the check
+ * output and the playground carry it as evaluated.
+ */
+export interface BreakGlassOverride {
+  readonly reviewId: number;
+  readonly reviewerId: number;
+  /** The reviewer's login. */
+  readonly reviewer: string;
+  /** The reason after `break-glass:`, trimmed, as given (rendering bounds it). */
+  readonly reason: string;
+  /** The listed team slug whose active membership made the override count. */
+  readonly team: string;
+  /** Indexes into `ownerSets` of the sets their owners did not satisfy. */
+  readonly unsatisfiedOwnerSets: readonly number[];
+}
+
+/** Why a review asking for a break-glass override did not override (DESIGN 3.11). */
+export type BreakGlassRefusalCode =
+  /** The organization policy has no `[break_glass]` section (or could not be used, or the repository has no organization). */
+  | "not_enabled"
+  /** The request is the reviewer's latest review but not APPROVED (a comment, a request for changes, a dismissed review). */
+  | "wrong_state"
+  /** Approved a commit other than the head: a push ends an override, as it ends every approval. */
+  | "stale_commit"
+  /** The reason after `break-glass:` is shorter than `min_reason_length` after trimming. */
+  | "short_reason"
+  /** Not an active member of any listed team (or not a person's account). */
+  | "not_a_member"
+  /** The pull request's author cannot override for their own pull request. */
+  | "author"
+  /** A listed team's membership of the reviewer could not be established: fail closed. */
+  | "membership_incomplete"
+  /** A later review by the same reviewer replaces it (latest review per reviewer). */
+  | "superseded"
+  /** Past MAX_BREAK_GLASS_REQUESTS more recent requests: not judged. */
+  | "too_many_requests"
+  /** Valid, but the approval requirements are met without it (or another override already applies). */
+  | "not_needed";
+
+export interface BreakGlassRefusal {
+  readonly reviewId: number;
+  readonly reviewer: string;
+  readonly code: BreakGlassRefusalCode;
+  readonly message: Text;
+}
+
 export interface Decision {
   readonly kind: "not_enabled" | "retry" | "conclusive";
   /** Set only when kind is "conclusive". */
@@ -139,4 +186,11 @@ export interface Decision {
   readonly codeownersPath: string | null;
   readonly insecureChangesAllowed: boolean;
   readonly result: ResultNode;
+  /**
+   * The break-glass override that meets this decision's approval requirements (DESIGN 3.11), or null. Set even when the
+   * decision still fails for a reason it does not lift (incomplete evidence, a shared head).
+   */
+  readonly breakGlass: BreakGlassOverride | null;
+  /** Every other review asking for an override, most recent first, with why it did not override (at most MAX_LISTED_REVIEWS_PER_SET). */
+  readonly breakGlassRefusals: readonly BreakGlassRefusal[];
 }

@@ -72,15 +72,23 @@ export class Directory {
     const access = readLookup(facts.repository, t`the repository access of ${team}`, (value) =>
       value.push === true ? YES : no(t`the team ${team} has no write access to the repository`),
     );
+    return all([visible, access, this.activeMember(team, login)]);
+  }
+
+  /**
+   * `login`'s active membership in `team` alone: the membership lookup of owner teams, incomplete or absent evidence unknown.
+   * A break-glass team needs nothing else (DESIGN 3.11: its visibility and repository access are not required).
+   */
+  activeMember(team: string, login: string): Fact {
+    const facts = this.teams.get(team);
     let memberships = this.teamMemberships.get(team.toLowerCase());
     if (memberships === undefined) {
-      memberships = new Keyed(facts.memberships);
+      memberships = new Keyed(facts?.memberships ?? {});
       this.teamMemberships.set(team.toLowerCase(), memberships);
     }
-    const membership = readLookup(memberships.get(login), t`the membership of ${login} in ${team}`, (value) =>
+    return readLookup(memberships.get(login), t`the membership of ${login} in ${team}`, (value) =>
       value.state === "active" ? YES : no(t`${login}'s membership in ${team} is ${value.state}`),
     );
-    return all([visible, access, membership]);
   }
 
   /** The owner through which a human reviewer is an eligible owner of the set, or why not. */

@@ -3,7 +3,8 @@
 import { MAX_MATCH_STEPS } from "../policy/bounds.ts";
 import { MatchBudget, MatchBudgetExceeded } from "../policy/match-budget.ts";
 import { analyze, matchingBudgetReason } from "./analyze.ts";
-import { t, type Decision, type OwnerSetResult, type ResultNode, type Text } from "./decision.ts";
+import { judgeBreakGlass } from "./break-glass.ts";
+import { t, type BreakGlassOverride, type BreakGlassRefusal, type Decision, type OwnerSetResult, type ReasonCode, type ResultNode, type Text } from "./decision.ts";
 import { Directory } from "./eligibility.ts";
 import type { EvaluationSettings, Evidence } from "./evidence.ts";
 import type { FactGap } from "./facts.ts";
@@ -47,6 +48,8 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
       suggestedReviewers: [],
       codeownersPath: null,
       result: node("repository policy", "skipped", analysis.why),
+      breakGlass: null,
+      breakGlassRefusals: [],
     };
   }
   if (analysis.kind === "retry") {
@@ -61,6 +64,8 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
       suggestedReviewers: [],
       codeownersPath: null,
       result: node("evidence", "pending", t`evidence could not be read completely; the evaluation will be retried`),
+      breakGlass: null,
+      breakGlassRefusals: [],
     };
   }
 
@@ -82,9 +87,23 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
     if (transient.length > 0) reasons.push({ code: "directory_incomplete", message: t`some directory facts could not be read`, transient: true, details: transient.map((gap) => gap.message).slice(0, 50) });
   }
 
-  const permanentFailure = reasons.some((reason) => !reason.transient);
+  // Break-glass (DESIGN 3.11): needed while the owners' approvals or an invalid code-owners line keep the approval
+  // requirements unmet. An unknown membership of a request that could decide it fails closed like an owner team's.
+  const needed = ownerSets.some((set) => set.status !== "satisfied") || reasons.some((reason) => OVERRIDDEN_REASONS.has(reason.code));
+  const breakGlass = judgeBreakGlass({ evidence, analysis, directory, ownerSets, needed });
+  if (breakGlass.gaps.length > 0) {
+    const transient = breakGlass.gaps.filter((gap) => gap.cause === "transient");
+    const permanent = breakGlass.gaps.filter((gap) => gap.cause !== "transient");
+    if (permanent.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer could not be established`, transient: false, details: permanent.map((gap) => gap.message).slice(0, 50) });
+    if (transient.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer could not be read`, transient: true, details: transient.map((gap) => gap.message).slice(0, 50) });
+  }
+  const override = breakGlass.override;
+  // An override meets the approval requirements (owner sets its owners did not satisfy, required_approvals, delegation and
+  // non-delegable rules, an invalid code-owners line) and nothing else: every other reason still fails closed.
+  const lifted = (code: ReasonCode) => override !== null && OVERRIDDEN_REASONS.has(code);
+  const permanentFailure = reasons.some((reason) => !reason.transient && !lifted(reason.code));
   const transientGap = reasons.some((reason) => reason.transient);
-  const allSatisfied = ownerSets.every((set) => set.status === "satisfied");
+  const allSatisfied = ownerSets.every((set) => set.status === "satisfied" || (override !== null && (set.status === "missing" || set.status === "blocked")));
   const kind: Decision["kind"] = transientGap && !permanentFailure ? "retry" : "conclusive";
   const conclusion = kind === "retry" ? null : !permanentFailure && allSatisfied ? "success" : "failure";
   const suggestedReviewers = suggestReviewers(ownerSets, pr.author.login);
@@ -111,6 +130,18 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
     sharedHeadWith: analysis.sharedHeadWith,
     suggestedReviewers,
     codeownersPath: analysis.codeownersPath,
-    result: node("code-owner approval", conclusion === "success" ? "passed" : conclusion === "failure" ? "failed" : "pending", t``, [evidenceNode, setsNode]),
+    result: node("code-owner approval", conclusion === "success" ? "passed" : conclusion === "failure" ? "failed" : "pending", t``, [evidenceNode, setsNode, ...breakGlassNodes(override, breakGlass.refusals)]),
+    breakGlass: override,
+    breakGlassRefusals: breakGlass.refusals,
   };
+}
+
+/** Reasons a break-glass override lifts: the approval requirements' own (DESIGN 3.11). */
+const OVERRIDDEN_REASONS: ReadonlySet<ReasonCode> = new Set<ReasonCode>(["codeowners_invalid"]);
+
+function breakGlassNodes(override: BreakGlassOverride | null, refusals: readonly BreakGlassRefusal[]): ResultNode[] {
+  if (override === null && refusals.length === 0) return [];
+  const children = refusals.map((refusal) => node(`review ${refusal.reviewId} by ${refusal.reviewer}: ${refusal.code}`, "skipped", refusal.message));
+  const description = override === null ? t`no request overrides` : t`${override.reviewer} (member of ${override.team}) overrode the approval requirements: ${override.reason}`;
+  return [node("break-glass override", override === null ? "skipped" : "passed", description, children)];
 }

@@ -85,6 +85,11 @@ export interface Review {
   readonly state: string;
   /** The commit the review was submitted on; null if the forge did not say (never counts as the head). */
   readonly commitId: string | null;
+  /**
+   * The first line of the review's body, at most MAX_REVIEW_BODY_LINE_CHARS characters (the fetcher keeps no more: a body's
+   * size is hostile input); absent or empty when the body is. Only the break-glass override reads it (DESIGN 3.11).
+   */
+  readonly bodyFirstLine?: string;
 }
 
 export type FileStatus = "added" | "removed" | "modified" | "renamed" | "copied" | "changed" | "unchanged";

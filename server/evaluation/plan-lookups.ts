@@ -13,6 +13,7 @@
 // from the evidence, which evaluate() reads as unknown: it can only keep a set from succeeding, never make it succeed.
 import { ownerKind } from "../policy/codeowners.ts";
 import { analyze, type Analysis, type LatestReview, type OwnerGroup } from "./analyze.ts";
+import { breakGlassRequests, breakGlassTeams } from "./break-glass.ts";
 import { Directory } from "./eligibility.ts";
 import type { DirectoryFacts, EvaluationSettings, Evidence } from "./evidence.ts";
 import { onlyNotLookedUp, type Fact } from "./facts.ts";
@@ -40,7 +41,8 @@ export const NO_DIRECTORY_FACTS: DirectoryFacts = Object.freeze({ collaborators:
 /** Lookups gathered by owner and login, case-insensitively (the first spelling is kept). */
 class PlanBuilder {
   private readonly users = new Map<string, string>();
-  private readonly teams = new Map<string, { team: string; members: Map<string, string> }>();
+  /** `owners`: the members looked up as owners through the team, whose active membership asks for the team's own facts. */
+  private readonly teams = new Map<string, { team: string; members: Map<string, string>; owners: Set<string> }>();
   private readonly apps = new Set<string>();
   private readonly bots = new Set<string>();
 
@@ -50,13 +52,22 @@ class PlanBuilder {
       if (!this.users.has(login.toLowerCase())) this.users.set(login.toLowerCase(), login);
       return;
     }
-    const key = owner.slice(1).toLowerCase();
+    this.membership(owner.slice(1), login).owners.add(login.toLowerCase());
+  }
+
+  /**
+   * `login`'s membership in `team` (`org/slug`) alone: a break-glass team (DESIGN 3.11), whose visibility and repository
+   * access are not required, so they are not asked for on this member's account.
+   */
+  membership(team: string, login: string): { owners: Set<string> } {
+    const key = team.toLowerCase();
     let entry = this.teams.get(key);
     if (entry === undefined) {
-      entry = { team: owner.slice(1), members: new Map() };
+      entry = { team, members: new Map(), owners: new Set() };
       this.teams.set(key, entry);
     }
     if (!entry.members.has(login.toLowerCase())) entry.members.set(login.toLowerCase(), login);
+    return entry;
   }
 
   app(slug: string, botLogin: string): void {
@@ -82,7 +93,7 @@ class PlanBuilder {
       const member = facts ? has(facts.memberships) : () => false;
       const members = [...entry.members.values()].filter((login) => !member(login)).sort();
       // Memberships first; the team itself (privacy, repository access) once one of these reviewers is an active member.
-      const active = facts !== undefined && [...entry.members.values()].some((login) => isActive(facts.memberships, login));
+      const active = facts !== undefined && [...entry.members.values()].some((login) => entry.owners.has(login.toLowerCase()) && isActive(facts.memberships, login));
       const info = active && (facts.team === undefined || facts.repository === undefined);
       if (members.length > 0 || info) teams.push({ team: entry.team, members, info });
     }
@@ -159,5 +170,10 @@ export function planLookups(evidence: Omit<Evidence, "directory">, settings: Eva
   const directory = new Directory(known, analysis.organizationOwned);
   const plan = new PlanBuilder();
   for (const group of analysis.groups) planSet(group, analysis, evidence, reviews, directory, plan);
+  // Break-glass (DESIGN 3.11): the listed teams' memberships of each reviewer whose request only membership can still refuse.
+  const teams = breakGlassTeams(evidence, analysis);
+  for (const request of breakGlassRequests(evidence, analysis)) {
+    if (request.refusal === null) for (const { team } of teams) plan.membership(team, request.review.user.login);
+  }
   return plan.build(known, analysis.organizationOwned);
 }

@@ -7,6 +7,8 @@
 // does not grow with what a pull request puts in its files (issue 25 item 1).
 import {
   MAX_CHECK_OUTPUT_CHARS,
+  MAX_LISTED_REVIEWS_PER_SET,
+  MAX_RENDERED_BREAK_GLASS_REASON_CHARS,
   MAX_RENDERED_OWNER_CHARS,
   MAX_RENDERED_OWNERS_PER_SET,
   MAX_RENDERED_PATH_CHARS,
@@ -101,6 +103,7 @@ class BoundedLines {
 function title(decision: Decision): string {
   if (decision.kind === "not_enabled") return REASON_TITLES.not_enabled;
   if (decision.kind === "retry") return "Waiting for complete evidence";
+  if (decision.conclusion === "success" && decision.breakGlass !== null) return BREAK_GLASS_TITLE;
   if (decision.sharedHeadWith.length > 0) return `Head commit is shared with ${decision.sharedHeadWith.map((n) => `#${n}`).join(", ")}`.slice(0, 200);
   const blocking = decision.reasons.find((reason) => !reason.transient);
   if (blocking !== undefined) return REASON_TITLES[blocking.code];
@@ -132,12 +135,15 @@ function summary(decision: Decision): string {
     for (const reason of decision.reasons) lines.push(...reasonLines(reason));
     return lines.join("\n");
   }
+  const overridden = decision.conclusion === "success" && decision.breakGlass !== null;
   if (decision.kind === "retry") lines.push(escapeMarkdown("Some evidence could not be read; the evaluation will be retried and nothing was decided."));
+  else if (overridden) lines.push(escapeMarkdown("Approved by a break-glass override: the approval requirements were not met by the owners on this head, and a member of a team the organization policy lists overrode them."));
   else if (decision.conclusion === "success") lines.push(escapeMarkdown("Every owner set of the changed paths is approved on the current head."));
   else lines.push(escapeMarkdown("This pull request cannot merge yet with respect to code-owner approval."));
   lines.push("", `${escapeMarkdown("Head:")} ${code(decision.headSha)}`);
+  if (decision.kind === "conclusive") lines.push(...breakGlassLines(decision));
   if (decision.reasons.length > 0) {
-    lines.push("", `**${escapeMarkdown("Blocking reasons")}**`, "");
+    lines.push("", `**${escapeMarkdown(overridden ? "Lifted by the override" : "Blocking reasons")}**`, "");
     for (const reason of decision.reasons) lines.push(...reasonLines(reason));
   }
   const sets = decision.ownerSets;
@@ -157,6 +163,47 @@ function summary(decision: Decision): string {
     lines.push("", escapeMarkdown("Warning: insecure changes are allowed on this service (the built-in non-delegable paths are disabled)."));
   }
   return lines.join("\n");
+}
+
+export const BREAK_GLASS_TITLE = "Approved by break-glass override";
+
+/** Refused break-glass requests listed in the summary before "and N more". */
+const MAX_RENDERED_REFUSALS = 10;
+
+/**
+ * The reason, at most MAX_RENDERED_BREAK_GLASS_REASON_CHARS code points then "…". Only its head is read: the reason is
+ * already bounded by the evidence (MAX_REVIEW_BODY_LINE_CHARS), but the renderer holds its own bound (DESIGN 3.11).
+ */
+export function shortenReason(reason: string): string {
+  const points = Array.from(reason.slice(0, 2 * MAX_RENDERED_BREAK_GLASS_REASON_CHARS + 2));
+  return points.length <= MAX_RENDERED_BREAK_GLASS_REASON_CHARS ? points.join("") : `${points.slice(0, MAX_RENDERED_BREAK_GLASS_REASON_CHARS).join("")}…`;
+}
+
+/** The override (reviewer, quoted reason, owner sets not satisfied by their owners) and the requests that did not override. */
+function breakGlassLines(decision: Decision): string[] {
+  const lines: string[] = [];
+  const override = decision.breakGlass;
+  if (override !== null) {
+    lines.push("", `**${escapeMarkdown("Break-glass override")}**`, "");
+    if (decision.conclusion !== "success") lines.push(escapeMarkdown("The override meets the approval requirements, but the reasons below still fail the check."), "");
+    lines.push(`${escapeMarkdown("Reviewer:")} ${code(override.reviewer)} ${escapeMarkdown("(member of")} ${code(override.team)}${escapeMarkdown(", review")} ${code(String(override.reviewId))}${escapeMarkdown(")")}`);
+    lines.push(escapeMarkdown("Reason:"), "", `> ${escapeMarkdown(shortenReason(override.reason))}`, "");
+    const unsatisfied = override.unsatisfiedOwnerSets;
+    lines.push(escapeMarkdown(`Owner sets not satisfied by their owners: ${unsatisfied.length}`));
+    for (const index of unsatisfied.slice(0, MAX_RENDERED_OWNERS_PER_SET)) {
+      const set = decision.ownerSets[index];
+      if (set !== undefined) lines.push(`- ${escapeMarkdown(`Owner set ${index + 1} (${STATUS_WORDS[set.status]}):`)} ${ownerCodes(set.owners, MAX_RENDERED_OWNERS_PER_SET).join(" ")}`);
+    }
+    if (unsatisfied.length > MAX_RENDERED_OWNERS_PER_SET) lines.push(`- ${escapeMarkdown(`and ${unsatisfied.length - MAX_RENDERED_OWNERS_PER_SET} more`)}`);
+  }
+  const refusals = decision.breakGlassRefusals.filter((refusal) => refusal.code !== "not_needed" || override === null);
+  if (refusals.length > 0) {
+    lines.push("", `**${escapeMarkdown("Break-glass requests that did not override")}**`, "");
+    for (const refusal of refusals.slice(0, MAX_RENDERED_REFUSALS)) lines.push(`- ${code(refusal.reviewer)}: ${renderShortText(refusal.message)}`);
+    const more = Math.min(refusals.length, MAX_LISTED_REVIEWS_PER_SET) - MAX_RENDERED_REFUSALS;
+    if (more > 0) lines.push(`- ${escapeMarkdown(`and ${more} more`)}`);
+  }
+  return lines;
 }
 
 /**
