@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
-import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS } from "../policy/bounds.ts";
+import { MAX_OPEN_PULL_REQUESTS, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEW_BODY_LINE_CHARS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { GatherResult } from "./evidence.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "../evaluation/evidence.ts";
 import { planLookups } from "../evaluation/plan-lookups.ts";
@@ -192,6 +192,18 @@ describe("bounds", () => {
     expect(e.reviews).toMatchObject({ complete: false, cause: "over_bound" });
     expect(sim.requests.filter((q) => q.path === reviewsPath(pr.number))).toHaveLength(11);
   });
+});
+
+test("a review body's first line is kept, at most MAX_REVIEW_BODY_LINE_CHARS characters of it, and no more of the body", async () => {
+  await sim.control.commit({ owner: s.org, repo: s.repo, branch: "bodies", files: { "docs/bodies.md": "x\n" } });
+  const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "bodies", author: "erin" });
+  const long = `break-glass: ${"r".repeat(60_000)}`;
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: "alice", state: "APPROVED", body: "break-glass: prod is down, the fix is one line\r\nsecond line\nthird" });
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: "dave", state: "APPROVED", body: long });
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: pr.number, user: "carol", state: "COMMENTED" });
+  const e = gathered(await clientFor(sim, s).gatherEvidence(request(pr.number), { planLookups: fixturePlan })).evidence;
+  if (!e.reviews.complete) throw new Error(e.reviews.detail);
+  expect(e.reviews.items.map((v) => v.bodyFirstLine)).toEqual(["break-glass: prod is down, the fix is one line", long.slice(0, MAX_REVIEW_BODY_LINE_CHARS), undefined]);
 });
 
 test("another open pull request on the same head commit is in the shared-head evidence", async () => {

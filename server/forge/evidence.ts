@@ -7,6 +7,7 @@
 // list is proven by a read of the pull request after it (that list, when it names the pull request); then, in rounds, the directory facts the decision core
 // still needs (planLookups), each looked up afresh. Any failure becomes an explicit Gap or incomplete Lookup, never a partial
 // list that looks whole.
+import { firstLineOf } from "../evaluation/break-glass.ts";
 import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
 import {
   CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type HeadFiles, type Listed,
@@ -201,9 +202,12 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
     return { complete: true, items: listed.items.map((value) => {
       const v = object(value, REVIEWS);
       const u = v.user === null || v.user === undefined ? null : object(v.user, REVIEWS);
+      // Only the body's first line, bounded (a break-glass request, DESIGN 3.11): nothing more of a body is kept.
+      const line = firstLineOf(optStr(v, "body", REVIEWS) ?? "");
       return {
         id: int(v, "id", REVIEWS), state: str(v, "state", REVIEWS), commitId: optStr(v, "commit_id", REVIEWS),
         user: u ? { id: int(u, "id", REVIEWS), login: str(u, "login", REVIEWS), type: str(u, "type", REVIEWS) } : null,
+        ...(line === "" ? {} : { bodyFirstLine: line }),
       };
     }) };
   } catch (error) {

@@ -22,6 +22,8 @@ beforeAll(async () => {
   spec = await Bun.file(join(dirname(pkg), "generated", "api.github.com.deref.json")).json();
   sim = startForgeSimulator();
   s = await createScenario(sim, { keys: generateAppKeys(), reviewers: ["alice"], renames: 1 });
+  // A review with a body (a break-glass request, DESIGN 3.11): the reviews listing carries bodies in the documented shape.
+  await sim.control.submitReview({ owner: s.org, repo: s.repo, number: s.pullNumber, user: "dave", state: "APPROVED", body: "break-glass: prod is down, the fix is one line\nsecond line" });
   jwt = mintAppJwt(s.appId, s.privateKey);
   const res = await fetch(`${sim.url}/app/installations/${s.installationId}/access_tokens`, {
     method: "POST", headers: { authorization: `Bearer ${jwt}` },
