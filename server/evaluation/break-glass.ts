@@ -86,7 +86,7 @@ export function breakGlassRequests(evidence: Pick<Evidence, "reviews" | "pullReq
     }
     const length = codePoints(reason);
     if (length < settings.minReasonLength) {
-      return judged(refuse("short_reason", t`the reason has ${String(length)} characters; the organization requires at least ${String(settings.minReasonLength)}`));
+      return judged(refuse("short_reason", [`the reason has ${length} characters; the organization requires at least ${settings.minReasonLength}`]));
     }
     if (review.user.type !== "User") return judged(refuse("not_a_member", t`${review.user.login} is not a person's account`));
     return judged(null);

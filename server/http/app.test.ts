@@ -181,6 +181,13 @@ describe("metrics", () => {
     expect(text).toContain("process_cpu_user_seconds_total");
   });
 
+  test("service_break_glass_total exists from the first scrape at 0, without labels", async () => {
+    const text = await (await get(app(), "/metrics")).text();
+    expect(text).toContain("# TYPE service_break_glass_total counter");
+    expect(text).toMatch(/^service_break_glass_total 0$/m);
+    expect(text).not.toMatch(/^service_break_glass_total\{/m);
+  });
+
   test("every fixed series exists from the first scrape, each webhook failure reason at 0", async () => {
     const text = await (await get(app(), "/metrics")).text();
     for (const reason of ["headers", "signature", "content_length", "too_large", "busy", "json", "payload", "not_configured", "database", "authority_timeout"]) {

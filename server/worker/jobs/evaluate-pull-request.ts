@@ -1,4 +1,4 @@
-import { plain } from "../../evaluation/index.ts";
+import { plain, type BreakGlassOverride } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
 import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
 import { type JobRow, readFences, readIndexedOnHead, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
@@ -99,8 +99,23 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   }
   const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal);
   if (result === "fenced") return fenced(ctx, repository, row, pullNumber, rowHead);
-  if (result === "published") await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
+  if (result === "published") {
+    if (decision.conclusion === "success" && decision.breakGlass !== null) reportBreakGlass(ctx, target, decision.breakGlass);
+    await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
+  }
   return { kind: "done", note: result };
+}
+
+/**
+ * A published break-glass override (DESIGN 3.11): counted, and a warn line for the operator's alert with identifiers only
+ * (the reviewer's login, the team and the reason stay in the check and the decision record, out of logs).
+ */
+function reportBreakGlass(ctx: WorkerContext, target: { installationId: number; repositoryId: number; pullNumber: number; headSha: string }, override: BreakGlassOverride): void {
+  ctx.metrics.breakGlass.inc();
+  ctx.log.warn(
+    { installation_id: target.installationId, repository_id: target.repositoryId, pull_number: target.pullNumber, head_sha: target.headSha, review_id: override.reviewId, reviewer_id: override.reviewerId, unsatisfied_owner_sets: override.unsatisfiedOwnerSets.length },
+    "check approved by a break-glass override",
+  );
 }
 
 /**
