@@ -4,6 +4,7 @@
 import { memo, useState } from "react";
 import type { OwnerSetLabel, OwnerSetResult, PreviewResult, Text } from "../../server/evaluation/index.ts";
 import type { Explanation, PathOwnership } from "./engine.ts";
+import { BreakGlassView } from "./break-glass-view.tsx";
 import { Markdown } from "./markdown.tsx";
 
 export function TextView({ text }: { text: Text }) {
@@ -201,6 +202,8 @@ export const ExplanationView = memo(function ExplanationView({ explanation, onLi
           </ul>
         </section>
       ) : null}
+
+      <BreakGlassView decision={decision} />
 
       {decision.suggestedReviewers.length > 0 ? (
         <p data-testid="suggested">Suggested reviewers: {decision.suggestedReviewers.map((owner) => <code key={owner}>{owner}</code>).reduce<React.ReactNode[]>((all, node, i) => (i === 0 ? [node] : [...all, ", ", node]), [])}</p>

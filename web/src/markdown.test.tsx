@@ -22,3 +22,9 @@ test("every scenario's check output renders without stray backslashes", () => {
     expect(html, scenario.id).not.toMatch(/\\[!-/:-@[-`{-~]/);
   }
 });
+
+test("a quoted line (a break-glass reason) renders as a blockquote with its escapes removed and no markup", () => {
+  const html = renderToStaticMarkup(<Markdown source={"Reason\\:\n\n> \\@everyone \\<img src=x\\> \\[x\\]\\(y\\)"} />);
+  expect(html).toContain("<blockquote>@everyone &lt;img src=x&gt; [x](y)</blockquote>");
+  expect(html).not.toContain("<img");
+});

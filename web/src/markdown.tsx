@@ -1,5 +1,5 @@
 // Renders the check output's Markdown as the forge would show it, for the subset renderCheck() writes: `###` headings,
-// `**bold**` lines, `- ` and `  - ` lists, `_italic_`, backslash escapes and `<code>` with HTML-escaped content. Builds React
+// `**bold**` lines, `> ` quotes (a break-glass reason), `- ` and `  - ` lists, `_italic_`, backslash escapes and `<code>` with HTML-escaped content. Builds React
 // elements (never innerHTML), so nothing in the evidence can inject markup into the page.
 import { memo, type ReactNode } from "react";
 
@@ -63,6 +63,7 @@ export const Markdown = memo(function Markdown({ source }: { source: string }) {
     flush(`u${index}`);
     if (line.trim() === "") return;
     if (line.startsWith("### ")) blocks.push(<h4 key={key}>{inline(line.slice(4), key)}</h4>);
+    else if (line.startsWith("> ")) blocks.push(<blockquote key={key}>{inline(line.slice(2), key)}</blockquote>);
     else blocks.push(<p key={key}>{inline(line, key)}</p>);
   });
   flush("end");

@@ -150,6 +150,7 @@ function ReviewsInputView({ evidence, update }: Props) {
   const nextId = items.reduce((max, r) => Math.max(max, r.id), 0) + 1;
   return (
     <>
+      <div className="table-scroll">
       <table className="edit-table">
         <caption className="visually-hidden">Reviews, oldest first</caption>
         <thead>
@@ -160,6 +161,7 @@ function ReviewsInputView({ evidence, update }: Props) {
             <th scope="col">User ID</th>
             <th scope="col">State</th>
             <th scope="col">Commit</th>
+            <th scope="col">Body (first line)</th>
             <th scope="col"><span className="visually-hidden">Actions</span></th>
           </tr>
         </thead>
@@ -201,6 +203,9 @@ function ReviewsInputView({ evidence, update }: Props) {
                     <option value="none">not reported</option>
                   </select>
                 </td>
+                <td>
+                  <DraftInput label={`Review ${index + 1} body, first line`} placeholder="break-glass: reason" value={review.bodyFirstLine ?? ""} normalize={(t) => t} onChange={(text) => patch(index, { bodyFirstLine: text })} />
+                </td>
                 <td className="actions">
                   <button type="button" aria-label={`Move review by ${name} up`} disabled={index === 0} onClick={() => move(index, -1)}>↑</button>
                   <button type="button" aria-label={`Move review by ${name} down`} disabled={index === items.length - 1} onClick={() => move(index, 1)}>↓</button>
@@ -211,6 +216,7 @@ function ReviewsInputView({ evidence, update }: Props) {
           })}
         </tbody>
       </table>
+      </div>
       <button type="button" onClick={() => set([...items, { id: nextId, user: { id: 200 + nextId, login: `reviewer${nextId}`, type: "User" }, state: "APPROVED", commitId: head }])}>
         Add a review
       </button>

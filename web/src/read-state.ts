@@ -79,7 +79,7 @@ const evidenceCheck = object({
     changedFiles: num,
   }),
   files: listed(object({ filename: str, status: str, previousFilename: nullable(str) })),
-  reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str) })),
+  reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str), bodyFirstLine: optional(str) })),
   codeowners,
   repositoryPolicy: fileRead,
   organizationPolicy: fileRead,

@@ -28,7 +28,17 @@ export function reviewEffects(evidence: Evidence, settings: EvaluationSettings, 
   const latest = analysis.kind === "analysed" && analysis.latestReviews !== null ? new Set(analysis.latestReviews.map((entry) => entry.review.id)) : null;
   const lower = (login: string) => login.toLowerCase();
 
+  // Break-glass (DESIGN 3.11): the override and every refused request, by review ID, from the Decision.
+  const glass = new Map<number, Text>();
+  if (decision.breakGlass !== null) glass.set(decision.breakGlass.reviewId, [`overrides the approval requirements (break-glass, member of `, { code: decision.breakGlass.team }, ")"]);
+  for (const refusal of decision.breakGlassRefusals) glass.set(refusal.reviewId, [`break-glass request refused (${refusal.code}): `, ...refusal.message]);
   return reviews.map((review, index) => {
+    const effect = ownerEffect(review, index);
+    const extra = glass.get(review.id);
+    return extra === undefined ? effect : { ...effect, effects: [extra, ...effect.effects] };
+  });
+
+  function ownerEffect(review: (typeof reviews)[number], index: number): ReviewEffect {
     const position = index + 1;
     const state = String(review.state).toUpperCase();
     const reviewer = review.user?.login ?? "(deleted user)";
@@ -57,5 +67,5 @@ export function reviewEffects(evidence: Evidence, settings: EvaluationSettings, 
     if (decision.ownerSets.length === 0) return one(t`no owner set to approve or block`);
     if (state === "CHANGES_REQUESTED") return one(t`blocks no owner set: not an eligible owner of any of them`);
     return one(t`not considered by any owner set`);
-  });
+  }
 }

@@ -43,6 +43,18 @@ describe("built-in scenarios", () => {
     expect(guardrail.setPaths[0]![0]!.nonDelegable).toEqual({ pattern: "deploy/**", origin: "organization guardrail" });
   });
 
+  test("the break-glass scenarios explain the override and every refusal, and the reviews say what each request did", () => {
+    const granted = explain(SCENARIOS.find((s) => s.id === "break-glass")!.build(), "");
+    expect(granted.decision.breakGlass).toMatchObject({ reviewer: "sam", team: "sre", unsatisfiedOwnerSets: [0] });
+    expect(plain(granted.reviews[0]!.effects[0]!)).toBe("overrides the approval requirements (break-glass, member of sre)");
+    const refused = explain(SCENARIOS.find((s) => s.id === "break-glass-refused")!.build(), "");
+    expect(refused.decision.breakGlassRefusals.map((r) => `${r.reviewer} ${r.code}`)).toEqual(["bob wrong_state", "olga not_a_member", "pat author", "erin short_reason", "sam stale_commit"]);
+    expect(refused.reviews.map((r) => plain(r.effects[0]!).split(":")[0])).toEqual([
+      "break-glass request refused (stale_commit)", "break-glass request refused (short_reason)", "break-glass request refused (author)",
+      "break-glass request refused (not_a_member)", "break-glass request refused (wrong_state)",
+    ]);
+  });
+
   test("the path tester answers with the owning line, or unowned", () => {
     const state = SCENARIOS[0]!.build();
     expect(explain(state, "src/deep/file.ts").query).toMatchObject({ line: 5, owners: ["@alice", "@bob"] });

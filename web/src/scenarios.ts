@@ -57,6 +57,8 @@ export const USERS = {
   bob: { id: 102, login: "bob", type: "User" },
   erin: { id: 105, login: "erin", type: "User" },
   olga: { id: 106, login: "olga", type: "User" },
+  sam: { id: 107, login: "sam", type: "User" },
+  pat: { id: 100, login: "pat", type: "User" },
   bot: { id: BOT_ID, login: `${APP_SLUG}[bot]`, type: "Bot" },
 } as const;
 const AUTHOR = { id: 100, login: "pat" };
@@ -77,6 +79,30 @@ function baseDirectory(): DirectoryFacts {
 
 let reviewId = 1;
 const review = (user: { id: number; login: string; type: string }, state: string, commitId: string = HEAD): Review => ({ id: reviewId++, user: { ...user }, state, commitId });
+
+// Break-glass (DESIGN 3.11): the organization lets its on-call team acme/sre override; sam is on call.
+const BREAK_GLASS_ORGANIZATION_POLICY = `${BASE_ORGANIZATION_POLICY}
+# Members of these teams may override the approval requirements in an emergency.
+[break_glass]
+teams = ["sre"]
+min_reason_length = 20
+`;
+const breakGlass = (user: { id: number; login: string; type: string }, reason: string, state = "APPROVED", commitId: string = HEAD): Review => ({ ...review(user, state, commitId), bodyFirstLine: `break-glass: ${reason}` });
+
+function onCall(evidence: Evidence): Evidence {
+  const notFound = { kind: "not_found" } as const;
+  const teams = evidence.directory.teams;
+  // sam is in no owner team; only sam is in acme/sre.
+  const outside = (team: string) => ({ ...teams[team]!, memberships: { ...teams[team]!.memberships, sam: notFound } });
+  return {
+    ...evidence,
+    organizationPolicy: foundFile(POLICY_PATH, BREAK_GLASS_ORGANIZATION_POLICY),
+    directory: {
+      ...evidence.directory,
+      teams: { "acme/core": outside("acme/core"), "acme/docs": outside("acme/docs"), "acme/ops": outside("acme/ops"), "acme/sre": { memberships: { sam: active, alice: notFound, bob: notFound, erin: notFound, olga: notFound, pat: active } } },
+    },
+  };
+}
 
 export function baseEvidence(): Evidence {
   return {
@@ -191,6 +217,28 @@ export const SCENARIOS: readonly Scenario[] = [
     lesson: "The forge lists at most 3,000 files, so at 3,000 changed files completeness cannot be proved: split the pull request.",
     expected: { conclusion: "failure", title: "Too many changed files: split the pull request" },
     build: () => state(reviews(files(baseEvidence(), ["src/app.ts", "docs/guide.md"], 3000), review(USERS.alice, "APPROVED"), review(USERS.erin, "APPROVED"))),
+  },
+  {
+    id: "break-glass",
+    title: "Break-glass override",
+    lesson: "In an emergency an active member of a team the organization lists may override: an approval of the head whose first line is 'break-glass: <reason>'.",
+    expected: { conclusion: "success", title: "Approved by break-glass override" },
+    build: () => state(onCall(reviews(baseEvidence(), breakGlass(USERS.sam, "checkout is down; reverting the bad flag (INC-1234)")))),
+  },
+  {
+    id: "break-glass-refused",
+    title: "Break-glass requests refused",
+    lesson: "An override must be an approval of the head by a listed team's member other than the author, with a long enough reason; anything else is refused and says why.",
+    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    build: () =>
+      state(onCall(reviews(
+        baseEvidence(),
+        breakGlass(USERS.sam, "checkout is down; reverting the bad flag (INC-1234)", "APPROVED", OLD_HEAD),
+        breakGlass(USERS.erin, "urgent fix"),
+        breakGlass(USERS.pat, "my own change, trust me, it is urgent"),
+        breakGlass(USERS.olga, "deploys are blocked and I am on call today"),
+        breakGlass(USERS.bob, "the login page is down for every customer", "COMMENTED"),
+      ))),
   },
 ];
 
