@@ -134,6 +134,14 @@ describe("reading states and evidence documents", () => {
     expect(result).toEqual({ ok: true, state: { version: STATE_VERSION, evidence, settings } });
   });
 
+  test("a review's body line (a break-glass request) is read when a string, and refused otherwise", () => {
+    const state = SCENARIOS.find((scenario) => scenario.id === "break-glass")!.build();
+    expect(readState(state)).toEqual({ ok: true, state });
+    const reviews = state.evidence.reviews.complete ? state.evidence.reviews.items : [];
+    const broken = { ...state.evidence, reviews: { complete: true, items: [{ ...reviews[0]!, bodyFirstLine: 7 }] } };
+    expect(readState(broken)).toEqual({ ok: false, error: "evidence.reviews.items[0].bodyFirstLine must be a string" });
+  });
+
   test("a bare Evidence object gets the default settings", () => {
     const evidence = baseEvidence();
     expect(readState(evidence)).toEqual({ ok: true, state: { version: STATE_VERSION, evidence, settings: DEFAULT_SETTINGS } });
