@@ -281,6 +281,12 @@ describe("lookups for an override (plan-lookups)", () => {
     expect(planLookups(withReviews(enabled(), breakGlass(ONCALL)), DEFAULT_EVALUATION_SETTINGS, known).teams).toEqual([{ team: "acme/incident", members: ["oncall"], info: false }]);
   });
 
+  test("owner teams come before break-glass teams, so the fetcher's owner bound reaches the owners' facts first", () => {
+    const evidence = withOrganizationPolicy(withFiles(enabled(), ["README.md"]), `${BASE_ORGANIZATION_POLICY}[break_glass]\nteams = ["aaa-on-call"]\n`);
+    const plan = planLookups(withReviews(evidence, breakGlass(ONCALL)), DEFAULT_EVALUATION_SETTINGS);
+    expect(plan.teams.map(({ team }) => team)).toEqual(["acme/core", "acme/aaa-on-call"]);
+  });
+
   test("nothing for a request refused without them, or where break-glass is not enabled", () => {
     for (const evidence of [withReviews(enabled(), breakGlass(ONCALL, { commitId: OLD_HEAD })), withReviews(withOrganizationPolicy(enabled(), BASE_ORGANIZATION_POLICY), breakGlass(ONCALL))]) {
       expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS).teams.filter(({ team }) => team === "acme/sre" || team === "acme/incident")).toEqual([]);

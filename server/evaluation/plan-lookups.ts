@@ -87,7 +87,7 @@ class PlanBuilder {
     const knownApp = has(known.apps);
     const knownBot = has(known.botUsers);
     const logins = [...this.users.values()].sort();
-    const teams: { team: string; members: string[]; info: boolean }[] = [];
+    const teams: { team: string; members: string[]; info: boolean; owner: boolean }[] = [];
     for (const entry of this.teams.values()) {
       const facts = knownTeam.get(entry.team.toLowerCase());
       const member = facts ? has(facts.memberships) : () => false;
@@ -95,12 +95,14 @@ class PlanBuilder {
       // Memberships first; the team itself (privacy, repository access) once one of these reviewers is an active member.
       const active = facts !== undefined && [...entry.members.values()].some((login) => entry.owners.has(login.toLowerCase()) && isActive(facts.memberships, login));
       const info = active && (facts.team === undefined || facts.repository === undefined);
-      if (members.length > 0 || info) teams.push({ team: entry.team, members, info });
+      if (members.length > 0 || info) teams.push({ team: entry.team, members, info, owner: entry.owners.size > 0 });
     }
     return {
       collaborators: logins.filter((login) => !knownCollaborator(login)),
       organizationMemberships: organizationOwned ? logins.filter((login) => !knownMembership(login)) : [],
-      teams: teams.sort((a, b) => (a.team < b.team ? -1 : 1)),
+      // Owner teams first, then teams asked about only for a break-glass request: the fetcher's bound on owners resolved
+      // (MAX_RESOLVED_OWNERS, in plan order) reaches the owners' facts before an override request's.
+      teams: teams.sort((a, b) => (a.owner !== b.owner ? (a.owner ? -1 : 1) : a.team < b.team ? -1 : 1)).map(({ team, members, info }) => ({ team, members, info })),
       apps: [...this.apps].filter((slug) => !knownApp(slug)).sort(),
       botUsers: [...this.bots].filter((login) => !knownBot(login)).sort(),
     };
