@@ -118,6 +118,20 @@ test("a membership that cannot be looked up fails closed, a later review replace
   await expect(conclusion(page)).toHaveText("failure");
 });
 
+test("the policy editors know the section: a repository policy naming it and a bad organization section are errors", async ({ page }) => {
+  await open(page, "break-glass");
+  await page.getByLabel("Repository policy", { exact: true }).fill('schema_version = 1\nenabled = true\n[break_glass]\nteams = ["devs"]\n');
+  await expect(page.getByLabel("Repository policy errors")).toContainText("break_glass: only the organization policy can enable break-glass overrides");
+  await expect(title(page)).toHaveText("Repository policy is invalid");
+  await page.getByLabel("Repository policy", { exact: true }).fill("schema_version = 1\nenabled = true\n");
+  await expect(title(page)).toHaveText("Approved by break-glass override");
+  const organization = page.getByLabel("Organization policy", { exact: true });
+  await organization.fill('schema_version = 1\n[break_glass]\nteams = ["acme/sre"]\nmin_reason_length = 5\nrepos = 1\n');
+  const errors = page.getByLabel("Organization policy errors");
+  for (const location of ["break_glass.teams[0]", "break_glass.min_reason_length", "break_glass.repos"]) await expect(errors).toContainText(location);
+  await expect(title(page)).toHaveText("Organization policy is invalid");
+});
+
 test("the accessibility scan finds no violation in the break-glass explanations", async ({ page }) => {
   await page.setViewportSize({ width: 1400, height: 1000 });
   for (const scenario of ["break-glass", "break-glass-refused"]) {
