@@ -1,5 +1,6 @@
 // Break-glass override (DESIGN 3.11, issue 29 items 2-3): every rule of the invocation, what it lifts and what it never does.
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { MAX_BREAK_GLASS_REQUESTS, MAX_RENDERED_BREAK_GLASS_REASON_CHARS, MAX_REVIEW_BODY_LINE_CHARS } from "../policy/bounds.ts";
 import { BREAK_GLASS_MARKER, breakGlassReason, firstLineOf } from "./break-glass.ts";
 import type { Decision } from "./decision.ts";
@@ -327,5 +328,46 @@ describe("the check output (item 3)", () => {
     const output = renderCheck(decide(withReviews(enabled(), breakGlass(ONCALL, { commitId: OLD_HEAD }))));
     expect(output.title).not.toContain("break-glass");
     expect(output.summary).toContain("not the current head");
+  });
+});
+
+describe("property: an override succeeds exactly when every rule of invocation holds and nothing it never lifts is present", () => {
+  test("over generated requests and evidence", () => {
+    // Each rule mostly holds, so that valid requests, alone and among every combination of what they never lift, are common.
+    const mostly = <T>(good: T, bad: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: fc.constant(good) }, { weight: 1, arbitrary: bad });
+    const request = fc.record({
+      state: mostly("APPROVED", fc.constantFrom("COMMENTED", "CHANGES_REQUESTED", "DISMISSED")),
+      onHead: mostly(true, fc.constant(false)),
+      reasonLength: mostly(30, fc.integer({ min: 0, max: 40 })),
+      membership: mostly("active", fc.constantFrom("pending", "not_found")),
+      byAuthor: mostly(false, fc.constant(true)),
+      replacedLater: mostly(false, fc.constant(true)),
+    });
+    const surroundings = fc.record({ sharedHead: fc.boolean(), invalidCodeowners: fc.boolean(), enabledSection: mostly(true, fc.constant(false)), tooManyFiles: fc.boolean() });
+    let successes = 0;
+    fc.assert(
+      fc.property(request, surroundings, (r, around) => {
+        const user = r.byAuthor ? { ...AUTHOR, type: "User" } : ONCALL;
+        const membership: Lookup<Membership> = r.membership === "not_found" ? { kind: "not_found" } : { kind: "found", value: { state: r.membership } };
+        let evidence = enabled({ [user.login]: membership });
+        if (!around.enabledSection) evidence = withOrganizationPolicy(evidence, BASE_ORGANIZATION_POLICY);
+        if (around.invalidCodeowners) evidence = withCodeowners(evidence, "* @acme/core\n/src/ @alice\n/broken/ not-an-owner\n");
+        if (around.sharedHead) evidence = { ...evidence, sameHeadPullRequests: { complete: true, items: [{ number: 8, headSha: evidence.pullRequest.headSha }] } };
+        if (around.tooManyFiles) evidence = { ...evidence, pullRequest: { ...evidence.pullRequest, changedFiles: 3000 } };
+        const items = [breakGlass(user, { state: r.state, commitId: r.onHead ? evidence.pullRequest.headSha : OLD_HEAD, body: `${BREAK_GLASS_MARKER} ${"r".repeat(r.reasonLength)}` })];
+        if (r.replacedLater) items.push(review(user, "APPROVED"));
+        const decision = decide(withReviews(evidence, ...items));
+        const valid = around.enabledSection && !r.replacedLater && !r.byAuthor && r.state === "APPROVED" && r.onHead && r.reasonLength >= 20 && r.membership === "active";
+        const lifts = !around.sharedHead && !around.tooManyFiles;
+        expect(decision.conclusion).toBe(valid && lifts ? "success" : "failure");
+        expect(decision.breakGlass !== null).toBe(valid);
+        if (decision.conclusion === "success") {
+          successes++;
+          expect(renderCheck(decision).title).toBe("Approved by break-glass override");
+        }
+      }),
+      { numRuns: 400 },
+    );
+    expect(successes).toBeGreaterThan(10);
   });
 });

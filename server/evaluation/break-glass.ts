@@ -107,8 +107,8 @@ export interface BreakGlassJudgement {
 }
 
 /**
- * The override that applies, if any: the most recent valid request, when the approval requirements are not met without it
- * (`needed`: an owner set its owners did not satisfy, or an invalid code-owners line). The rest are refusals.
+ * The override that applies, if any: the most recent valid request, when the decision does not succeed without it
+ * (`needed`). The rest are refusals.
  */
 export function judgeBreakGlass(input: {
   readonly evidence: Pick<Evidence, "reviews" | "pullRequest" | "repository">;
@@ -147,7 +147,7 @@ export function judgeBreakGlass(input: {
       } else refuse(request, "not_a_member", t`${login} is not an active member of a team the organization lists (${teams.map((entry) => entry.slug).join(", ")})`);
       continue;
     }
-    if (!input.needed) refuse(request, "not_needed", t`the approval requirements are met without it`);
+    if (!input.needed) refuse(request, "not_needed", t`the owners' approvals already meet the approval requirements`);
     else if (override !== null) refuse(request, "not_needed", t`a more recent override by ${override.reviewer} applies`);
     else {
       override = {

@@ -87,9 +87,10 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
     if (transient.length > 0) reasons.push({ code: "directory_incomplete", message: t`some directory facts could not be read`, transient: true, details: transient.map((gap) => gap.message).slice(0, 50) });
   }
 
-  // Break-glass (DESIGN 3.11): needed while the owners' approvals or an invalid code-owners line keep the approval
-  // requirements unmet. An unknown membership of a request that could decide it fails closed like an owner team's.
-  const needed = ownerSets.some((set) => set.status !== "satisfied") || reasons.some((reason) => OVERRIDDEN_REASONS.has(reason.code));
+  // Break-glass (DESIGN 3.11): needed unless the decision succeeds without it. It then meets the approval requirements
+  // whatever else fails (the record says so); an unknown membership of a request that could decide it fails closed like an
+  // owner team's.
+  const needed = ownerSets.some((set) => set.status !== "satisfied") || reasons.length > 0;
   const breakGlass = judgeBreakGlass({ evidence, analysis, directory, ownerSets, needed });
   if (breakGlass.gaps.length > 0) {
     const transient = breakGlass.gaps.filter((gap) => gap.cause === "transient");
