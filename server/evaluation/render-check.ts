@@ -187,7 +187,7 @@ function breakGlassLines(decision: Decision): string[] {
     lines.push("", `**${escapeMarkdown("Break-glass override")}**`, "");
     if (decision.conclusion !== "success") lines.push(escapeMarkdown("The override meets the approval requirements, but the reasons below still fail the check."), "");
     lines.push(`${escapeMarkdown("Reviewer:")} ${code(override.reviewer)} ${escapeMarkdown("(member of")} ${code(override.team)}${escapeMarkdown(", review")} ${code(String(override.reviewId))}${escapeMarkdown(")")}`);
-    lines.push(escapeMarkdown("Reason:"), "", `> ${escapeMarkdown(shortenReason(override.reason))}`, "");
+    lines.push("", escapeMarkdown("Reason:"), "", `> ${escapeMarkdown(shortenReason(override.reason))}`, "");
     const unsatisfied = override.unsatisfiedOwnerSets;
     lines.push(escapeMarkdown(`Owner sets not satisfied by their owners: ${unsatisfied.length}`));
     for (const index of unsatisfied.slice(0, MAX_RENDERED_OWNERS_PER_SET)) {
