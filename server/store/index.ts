@@ -12,3 +12,4 @@ export * from "./ops/reconcile-ops.ts";
 export * from "./ops/published-ops.ts";
 export * from "./ops/open-pull-index.ts";
 export * from "./authority-subjects.ts";
+export * from "./ops/record-ops.ts";

@@ -25,7 +25,12 @@ import type { Op, OpOptions } from "./op.ts";
  *      operations alone (the worker writes `head_checks` while it holds the publication guards: no transaction holding
  *      one of its rows ever awaits a guard); the head invalidation and the repository-wide fan-out clear digests after their
  *      work rows (5), and the reconciler's pruning renews its lease (1) and then takes 6 before 7;
- *   8. `webhook_deliveries` and `audit_events`: rows of one acceptance or one job alone. No two different operations lock
+ *  7a. `decision_records`, by repository and head (DESIGN 3.10): written only together with their head's `head_checks` row
+ *      (7), by the worker under the head's publication guards, in the same statement (PostgreSQL) or batch (SQLite) as the
+ *      pending token and the settled digest (ops/record-ops.ts), and deleted by the reconciler's pruning alone after its
+ *      lease (1); the acceptance of a merge and the reconciler's recovery only read them;
+ *   8. `webhook_deliveries`, `audit_events` and `merge_records`: rows of one acceptance or one job alone (a merge record is
+ *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease). No two different operations lock
  *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where
  *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last.
  *

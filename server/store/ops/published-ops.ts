@@ -173,14 +173,18 @@ export function* rememberHeadCheck(input: {
   readonly digest?: string | null;
   readonly now: number;
 }): Op<void> {
-  yield* lone(run(
-    `insert into head_checks (installation_id, repository_id, head_sha, check_run_id, digest, digest_generation, updated_at_ms)
+  yield* lone(run(REMEMBER_HEAD_CHECK_SQL, ...rememberHeadCheckParams(input)));
+}
+
+/** rememberHeadCheck's statement ($1 installation, $2 repository, $3 head, $4 run ID, $5 digest, $6 now); ops/record-ops.ts folds a record into it. */
+export const REMEMBER_HEAD_CHECK_SQL = `insert into head_checks (installation_id, repository_id, head_sha, check_run_id, digest, digest_generation, updated_at_ms)
      values ($1, $2, $3, $4, $5, null, $6)
      on conflict (repository_id, head_sha) do update set check_run_id = excluded.check_run_id, updated_at_ms = excluded.updated_at_ms,
        digest = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then excluded.digest else head_checks.digest end,
-       digest_generation = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then null else head_checks.digest_generation end`,
-    input.installationId, input.repositoryId, input.headSha, input.checkRunId, input.digest ?? null, input.now,
-  ));
+       digest_generation = case when excluded.digest is not null or head_checks.check_run_id <> excluded.check_run_id then null else head_checks.digest_generation end`;
+
+export function rememberHeadCheckParams(input: { readonly installationId: number; readonly repositoryId: number; readonly headSha: string; readonly checkRunId: number; readonly digest?: string | null; readonly now: number }): unknown[] {
+  return [input.installationId, input.repositoryId, input.headSha, input.checkRunId, input.digest ?? null, input.now];
 }
 
 /** The forge says the remembered run is gone (404/410): forget it, unless another ID was remembered meanwhile. */
@@ -190,17 +194,20 @@ export function* forgetHeadCheck(repositoryId: number, headSha: string, checkRun
 
 /** Before a completing write: the digest becomes this write's pending token (nothing is claimed until it settles). */
 export function* beginCheckWrite(repositoryId: number, headSha: string, token: string, now: number): Op<void> {
-  yield* lone(run("update head_checks set digest = $3, digest_generation = null, updated_at_ms = $4 where repository_id = $1 and head_sha = $2", repositoryId, headSha, token, now));
+  yield* lone(run(BEGIN_CHECK_WRITE_SQL, repositoryId, headSha, token, now));
 }
+
+/** beginCheckWrite's statement ($1 repository, $2 head, $3 token, $4 now). */
+export const BEGIN_CHECK_WRITE_SQL = "update head_checks set digest = $3, digest_generation = null, updated_at_ms = $4 where repository_id = $1 and head_sha = $2";
 
 /** After a completing write that is certain and still publishable: its digest, if no reset cleared the token meanwhile. */
 export function* settleCheckDigest(input: { readonly repositoryId: number; readonly headSha: string; readonly token: string; readonly digest: string; readonly generation: number; readonly now: number }): Op<boolean> {
-  const changed = yield* lone(run(
-    "update head_checks set digest = $4, digest_generation = $5, updated_at_ms = $6 where repository_id = $1 and head_sha = $2 and digest = $3",
-    input.repositoryId, input.headSha, input.token, input.digest, input.generation, input.now,
-  ));
+  const changed = yield* lone(run(SETTLE_CHECK_DIGEST_SQL, input.repositoryId, input.headSha, input.token, input.digest, input.generation, input.now));
   return changed > 0;
 }
+
+/** settleCheckDigest's statement ($1 repository, $2 head, $3 token, $4 digest, $5 generation, $6 now). */
+export const SETTLE_CHECK_DIGEST_SQL = "update head_checks set digest = $4, digest_generation = $5, updated_at_ms = $6 where repository_id = $1 and head_sha = $2 and digest = $3";
 
 /** Before a guarded reset, or after an unguarded one: the check shows something else now, or may. */
 export function* clearCheckDigest(repositoryId: number, headSha: string, now: number): Op<void> {

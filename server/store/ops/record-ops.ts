@@ -1,0 +1,212 @@
+import { type DecisionRecordBody, encodeRecordBody } from "../../records/codec.ts";
+import { batch, dialect, lone, type Op, type Query, query, run } from "../op.ts";
+import { BEGIN_CHECK_WRITE_SQL, REMEMBER_HEAD_CHECK_SQL, rememberHeadCheckParams, SETTLE_CHECK_DIGEST_SQL } from "./published-ops.ts";
+import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
+
+/**
+ * The write side of decision records and merge records (DESIGN 3.10, issue 28; migration 0008). The readers are
+ * ops/history-ops.ts.
+ *
+ * A decision record is written before the completing check write, carrying that write's pending token, by the same
+ * statement that puts the token in `head_checks` (beginCheckWrite's, or rememberHeadCheck's when the check is found or
+ * created under the guards), and confirmed after the write by the statement that settles the digest: recording adds no
+ * statement to the publication path on PostgreSQL, where the worker holding the publication guards sends only lone statements
+ * (op.ts `lone`: both writes are one statement of data-modifying CTEs). SQLite runs the same two writes as one batch in its one
+ * transaction. `decision_records` comes right after `head_checks` in the store's lock order (store.ts, 7a): its rows are
+ * written only with their head's `head_checks` row, under that head's publication guard, or by the reconciler's pruning alone.
+ *
+ * The unique key (repository, head, shared generation, digest) keeps a republication of the same result on the same head and
+ * generation from writing a second record. A record still unconfirmed (its write failed or was uncertain) adopts the next
+ * attempt's token and body, so the attempt that does reach the forge confirms it; a confirmed record is never touched again.
+ */
+
+/** A decision record about to be written: the body, and the publication facts that key it. */
+export type PendingDecision = {
+  readonly body: DecisionRecordBody;
+  /** The head's shared generation S the result was computed at. */
+  readonly sharedGeneration: number;
+  /** The check digest of the result (ingress checkDigest). */
+  readonly digest: string;
+  /** The publication's pending token (null: a record written outside a publication, e.g. a test's seed). */
+  readonly token: string | null;
+};
+
+/** The `head_checks` write the record is folded into (see above). The repository and head are the record's. */
+export type PendingCheckWrite =
+  | { readonly kind: "begin"; readonly now: number }
+  | { readonly kind: "remember"; readonly checkRunId: number; readonly now: number };
+
+const INSERT_DECISION_SQL = `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
+       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, null, $12, $13)
+     on conflict (repository_id, head_sha, shared_generation, digest) do update set pending_token = excluded.pending_token,
+       pull_number = excluded.pull_number, conclusion = excluded.conclusion, break_glass = excluded.break_glass,
+       published_at_ms = excluded.published_at_ms, body_bytes = excluded.body_bytes, body = excluded.body
+     where decision_records.confirmed_at_ms is null`;
+const INSERT_DECISION_PARAMS = 13;
+
+function decisionParams(record: PendingDecision): unknown[] {
+  const { body } = record;
+  const encoded = encodeRecordBody(body);
+  const publishedAtMs = Date.parse(body.published_at);
+  if (!Number.isFinite(publishedAtMs)) throw new RangeError("recordPendingDecision: published_at is not a time");
+  const breakGlass = body.break_glass !== null;
+  return [
+    body.installation_id, body.repository.id, body.repository.full_name, body.pull_request, body.head_sha, record.sharedGeneration, record.digest,
+    record.token, body.conclusion, breakGlass, publishedAtMs, encoded.size,
+    // postgres.js sends a Buffer as bytea; bun:sqlite binds it as a BLOB.
+    Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength),
+  ];
+}
+
+/** `$n` becomes `$(n + by)`, so that two statements' texts can be one statement's parts. */
+function shifted(sql: string, by: number): string {
+  return sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + by}`);
+}
+
+function checkWriteOf(record: PendingDecision, write: PendingCheckWrite): { readonly sql: string; readonly params: unknown[] } {
+  const { body } = record;
+  if (record.token === null) throw new Error("recordPendingDecision: a record folded into a check write needs its pending token");
+  if (write.kind === "begin") return { sql: BEGIN_CHECK_WRITE_SQL, params: [body.repository.id, body.head_sha, record.token, write.now] };
+  return {
+    sql: REMEMBER_HEAD_CHECK_SQL,
+    params: rememberHeadCheckParams({ installationId: body.installation_id, repositoryId: body.repository.id, headSha: body.head_sha, checkRunId: write.checkRunId, digest: record.token, now: write.now }),
+  };
+}
+
+/**
+ * Writes the decision record (unconfirmed), and with `alongside` the head's pending token in the same statement (PostgreSQL)
+ * or batch (SQLite). One statement sent alone on PostgreSQL: runnable under the publication guards.
+ */
+export function* recordPendingDecision(record: PendingDecision, alongside?: PendingCheckWrite): Op<void> {
+  const sqlite = (yield* dialect()) === "sqlite";
+  const params = decisionParams(record);
+  if (alongside === undefined) {
+    yield* lone(run(INSERT_DECISION_SQL, ...params));
+    return;
+  }
+  const check = checkWriteOf(record, alongside);
+  if (sqlite) {
+    yield* batch([query("run", INSERT_DECISION_SQL, ...params), query("run", check.sql, ...check.params)], { last: true });
+    return;
+  }
+  yield* lone(run(`with record as (${INSERT_DECISION_SQL}) ${shifted(check.sql, INSERT_DECISION_PARAMS)}`, ...params, ...check.params));
+}
+
+const CONFIRM_DECISION_SQL = "update decision_records set confirmed_at_ms = $4 where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null";
+
+/**
+ * After a completing write that reached the forge: confirms the record that carries its token, and with `settle` settles the
+ * head's digest in the same statement (PostgreSQL) or batch (SQLite), as settleCheckDigest does. Answers whether the digest
+ * was settled (with `settle`), or whether a record was confirmed (without).
+ */
+export function* confirmDecision(input: {
+  readonly repositoryId: number;
+  readonly headSha: string;
+  readonly token: string;
+  readonly now: number;
+  readonly settle?: { readonly digest: string; readonly generation: number };
+}): Op<boolean> {
+  const confirm = [input.repositoryId, input.headSha, input.token, input.now];
+  if (input.settle === undefined) return (yield* lone(run(CONFIRM_DECISION_SQL, ...confirm))) > 0;
+  const settle = [input.repositoryId, input.headSha, input.token, input.settle.digest, input.settle.generation, input.now];
+  if ((yield* dialect()) === "sqlite") {
+    const [, settled] = yield* batch([query("run", CONFIRM_DECISION_SQL, ...confirm), query("run", SETTLE_CHECK_DIGEST_SQL, ...settle)], { last: true });
+    return (settled as number) > 0;
+  }
+  // The settle's parameters are the confirmation's first three, then its own: one parameter list for both parts.
+  const sql = `with confirmed as (update decision_records set confirmed_at_ms = $6 where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null)
+    ${SETTLE_CHECK_DIGEST_SQL}`;
+  return (yield* lone(run(sql, ...settle))) > 0;
+}
+
+/** A merged pull request, from its `closed` delivery or the reconciler's listing of recently closed pull requests. */
+export type MergeInput = {
+  readonly installationId: number;
+  readonly repositoryId: number;
+  readonly repositoryFullName: string;
+  readonly pullNumber: number;
+  /** The head at merge. */
+  readonly headSha: string;
+  readonly mergeCommitSha: string | null;
+  readonly mergedBy: { readonly id: number; readonly login: string } | null;
+  readonly mergedAtMs: number | null;
+  /** Found by the reconciler (its `closed` delivery was missed). */
+  readonly recovered: boolean;
+  readonly now: number;
+};
+
+/** A merge record just written: its ID and whether it is an unapproved merge. Null from recordMerge: it was recorded already. */
+export type RecordedMerge = { readonly id: number; readonly unapproved: boolean };
+
+/**
+ * The merge record's insert as one statement, for an acceptance to send in its own batch (ops/ingress-ops.ts). It names the
+ * newest decision record of the pull request on the head at merge; the merge is unapproved unless that record is a confirmed
+ * `success` (an unconfirmed one may never have reached the forge, so it approved nothing anyone could see). Writes nothing
+ * when the merge is recorded already (redelivery, or the reconciler and the delivery both saw it): then it answers no row.
+ * CAST rather than `::`: both dialects read it.
+ */
+export function mergeRecordQuery(input: MergeInput): Query {
+  return query(
+    "one",
+    `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
+       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms)
+     select CAST($1 AS bigint), CAST($2 AS bigint), CAST($3 AS text), CAST($4 AS integer), CAST($5 AS text), CAST($6 AS text), CAST($7 AS bigint), CAST($8 AS text),
+       CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null, false), coalesce(d.break_glass, false),
+       CAST($10 AS boolean), CAST($11 AS bigint)
+     from (select 1 as here) one left join (
+       select id, conclusion, confirmed_at_ms, break_glass from decision_records
+       where repository_id = $2 and head_sha = $5 and pull_number = $4 order by id desc limit 1
+     ) d on 1 = 1
+     where true
+     on conflict (repository_id, pull_number, head_sha) do nothing
+     returning id, unapproved`,
+    input.installationId, input.repositoryId, input.repositoryFullName, input.pullNumber, input.headSha, input.mergeCommitSha,
+    input.mergedBy?.id ?? null, input.mergedBy?.login ?? null, input.mergedAtMs, input.recovered, input.now,
+  );
+}
+
+/** What mergeRecordQuery's result row says (null: recorded already). */
+export function recordedMergeOf(row: unknown): RecordedMerge | null {
+  if (row === null || row === undefined) return null;
+  const { id, unapproved } = row as { id: number | string | bigint; unapproved: boolean | number };
+  return { id: Number(id), unapproved: unapproved === true || Number(unapproved) === 1 };
+}
+
+/** Writes a merge record alone (the reconciler's recovery, tests); null when the merge was recorded already. */
+export function* recordMerge(input: MergeInput): Op<RecordedMerge | null> {
+  const [row] = yield* batch([mergeRecordQuery(input)], { last: true });
+  return recordedMergeOf(row);
+}
+
+/**
+ * The reconciler's recovery of merges: writes the records of these merges, fenced by its lease (renewed first, store.ts 1).
+ * Answers the records written (merges recorded already are left out), or null when the lease was lost.
+ */
+export function* recordRecoveredMerges(lease: ElectionLease, merges: readonly MergeInput[], now: number): Op<RecordedMerge[] | null> {
+  if (!(yield* renewElectionLease(lease, now))) return null;
+  if (merges.length === 0) return [];
+  const rows = yield* batch(merges.map(mergeRecordQuery), { last: true });
+  return rows.map(recordedMergeOf).filter((merge): merge is RecordedMerge => merge !== null);
+}
+
+/** Rows removed per table per pruning transaction (as PUBLISHED_PRUNE_BATCH). */
+export const HISTORY_PRUNE_BATCH = 1_000;
+
+/**
+ * Removes, fenced by the reconciler lease, up to `batch` decision records published before `cutoffMs` and up to `batch` merge
+ * records recorded before it (SERVICE_DECISION_RETENTION_DAYS). A merge record outliving its decision keeps the decision's
+ * conclusion. Returns the number removed, or null when the lease was lost.
+ */
+export function* pruneHistory(lease: ElectionLease, cutoffMs: number, now: number, batchSize: number = HISTORY_PRUNE_BATCH): Op<number | null> {
+  if (!(yield* renewElectionLease(lease, now))) return null;
+  const decisions = yield* run(
+    "delete from decision_records where id in (select id from decision_records where published_at_ms < $1 order by published_at_ms, id limit $2)",
+    cutoffMs, batchSize,
+  );
+  const merges = yield* run(
+    "delete from merge_records where id in (select id from merge_records where recorded_at_ms < $1 order by recorded_at_ms, id limit $2)",
+    cutoffMs, batchSize,
+  );
+  return decisions + merges;
+}

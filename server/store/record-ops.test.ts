@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { decodeRecordBody } from "../records/codec.ts";
+import { sampleDecisionBody } from "../records/fixtures.ts";
+import {
+  acquireElectionLease, all, confirmDecision, type MergeInput, migrateDatabase, openStore, pruneHistory, readHeadCheck, recordMerge, recordPendingDecision, recordRecoveredMerges,
+  rememberHeadCheck, type Store,
+} from "./index.ts";
+
+/** Decision records and merge records, the write side (DESIGN 3.10, migration 0008). */
+const HEAD = "d".repeat(40);
+const lease = { name: "reconciler", owner: "r1", ttlMs: 60_000 };
+
+describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+  async function open() {
+    database = await createTestDatabase(backend);
+    await migrateDatabase(database.target, 1);
+    store = openStore(database.target);
+  }
+  const records = () => store.execute(() => all<{ id: number; pending_token: string | null; confirmed_at_ms: number | null; conclusion: string; digest: string; body: Uint8Array }>(
+    "select id, pending_token, confirmed_at_ms, conclusion, digest, body from decision_records order by id",
+  ));
+  const merges = () => store.execute(() => all("select pull_number, head_sha, merge_commit_sha, merged_by_login, decision_id, decision_conclusion, unapproved, recovered from merge_records order by id"));
+  const merge = (overrides: Partial<MergeInput> = {}): MergeInput => ({
+    installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: 7, headSha: HEAD, mergeCommitSha: "m".repeat(40),
+    mergedBy: { id: 102, login: "bob" }, mergedAtMs: 1_000, recovered: false, now: 2_000, ...overrides,
+  });
+  const truth = (value: unknown) => value === true || Number(value) === 1;
+
+  test("a record written with the pending token is unconfirmed until the settle confirms it, and keeps the body it was given", async () => {
+    await open();
+    await store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId: 40, headSha: HEAD, checkRunId: 900, now: 1 }));
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody(), sharedGeneration: 3, digest: "dg1", token: "pending:1" }, { kind: "begin", now: 2 }));
+    expect((await store.execute(() => readHeadCheck(40, HEAD)))?.digest).toBe("pending:1");
+    const [written] = await records();
+    expect(written).toMatchObject({ pending_token: "pending:1", confirmed_at_ms: null, conclusion: "success", digest: "dg1" });
+    expect(decodeRecordBody(new Uint8Array(written!.body))).toEqual(sampleDecisionBody());
+    expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:1", now: 5, settle: { digest: "dg1", generation: 3 } }))).toBe(true);
+    expect(Number((await records())[0]!.confirmed_at_ms)).toBe(5);
+    expect(await store.execute(() => readHeadCheck(40, HEAD))).toMatchObject({ digest: "dg1", digest_generation: 3 });
+  });
+
+  test("a record folded into remembering a check found or created under the guards writes the token and the run ID", async () => {
+    await open();
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ conclusion: "failure" }), sharedGeneration: 1, digest: "dg", token: "pending:2" }, { kind: "remember", checkRunId: 901, now: 2 }));
+    expect(await store.execute(() => readHeadCheck(40, HEAD))).toMatchObject({ check_run_id: 901, digest: "pending:2" });
+    expect(await records()).toMatchObject([{ pending_token: "pending:2", confirmed_at_ms: null, conclusion: "failure" }]);
+  });
+
+  test("a settle that a reset beat still confirms the record: the write reached the forge", async () => {
+    await open();
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody(), sharedGeneration: 1, digest: "dg", token: "pending:3" }, { kind: "remember", checkRunId: 901, now: 2 }));
+    await store.execute(() => rememberHeadCheck({ installationId: 4, repositoryId: 40, headSha: HEAD, checkRunId: 902, now: 3 })); // another run: token gone
+    expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:3", now: 4, settle: { digest: "dg", generation: 1 } }))).toBe(false);
+    expect(Number((await records())[0]!.confirmed_at_ms)).toBe(4);
+  });
+
+  test("a republication of the same result on the same head and generation writes no second record; an unconfirmed one is confirmed by the attempt that lands", async () => {
+    await open();
+    const pending = (token: string, generation = 1, digest = "dg") => store.execute(() => recordPendingDecision({ body: sampleDecisionBody(), sharedGeneration: generation, digest, token }, { kind: "remember", checkRunId: 901, now: 2 }));
+    await pending("pending:a"); // its write failed: never confirmed
+    await pending("pending:b");
+    expect(await records()).toMatchObject([{ pending_token: "pending:b", confirmed_at_ms: null }]);
+    expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:a", now: 3 }))).toBe(false);
+    expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:b", now: 4 }))).toBe(true);
+    await pending("pending:c"); // the same result again after a reset: the confirmed record stays as it was
+    expect(await records()).toMatchObject([{ pending_token: "pending:b" }]);
+    expect(Number((await records())[0]!.confirmed_at_ms)).toBe(4);
+    await pending("pending:d", 2); // another generation: another record
+    await pending("pending:e", 2, "other"); // another result: another record
+    expect((await records()).map((r) => r.pending_token)).toEqual(["pending:b", "pending:d", "pending:e"]);
+  });
+
+  test("a merge with no decision record on its head is unapproved; recorded once, however often it is delivered", async () => {
+    await open();
+    expect(await store.execute(() => recordMerge(merge()))).toMatchObject({ unapproved: true });
+    expect(await store.execute(() => recordMerge(merge()))).toBeNull();
+    const [row] = await merges();
+    expect(row).toMatchObject({ pull_number: 7, head_sha: HEAD, merge_commit_sha: "m".repeat(40), merged_by_login: "bob", decision_id: null, decision_conclusion: null });
+    expect(truth(row!.unapproved)).toBe(true);
+    expect(truth(row!.recovered)).toBe(false);
+  });
+
+  test("a merge names the newest record of its head; only a confirmed success approves it", async () => {
+    await open();
+    const decide = (pull: number, conclusion: "success" | "failure", token: string, digest: string) =>
+      store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ pull_request: pull, conclusion }), sharedGeneration: 1, digest, token }, { kind: "remember", checkRunId: 901, now: 2 }));
+    const confirm = (token: string) => store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token, now: 3 }));
+    await decide(1, "success", "pending:1", "s1");
+    await confirm("pending:1");
+    await decide(2, "success", "pending:2", "s2"); // never confirmed
+    await decide(3, "success", "pending:3", "s3");
+    await confirm("pending:3");
+    await decide(3, "failure", "pending:4", "f3"); // newer than the success
+    await confirm("pending:4");
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 1 })))).toMatchObject({ unapproved: false });
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 2 })))).toMatchObject({ unapproved: true });
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 3, recovered: true })))).toMatchObject({ unapproved: true });
+    const ids = (await records()).map((r) => Number(r.id));
+    const rows = await merges();
+    expect(rows.map((r) => [Number(r.decision_id), r.decision_conclusion, truth(r.unapproved)])).toEqual([[ids[0], "success", false], [ids[1], "success", true], [ids[3], "failure", true]]);
+    expect(truth(rows[2]!.recovered)).toBe(true);
+  });
+
+  test("the reconciler's recovered merges and its pruning are fenced by its lease; pruning removes only what is older than the cutoff", async () => {
+    await open();
+    expect(await store.execute(() => recordRecoveredMerges(lease, [merge()], 10))).toBeNull();
+    expect(await store.execute(() => acquireElectionLease(lease, 10))).toBe(true);
+    expect(await store.execute(() => recordRecoveredMerges(lease, [merge({ now: 100, recovered: true }), merge({ pullNumber: 8, now: 300, recovered: true })], 11))).toHaveLength(2);
+    expect(await store.execute(() => recordRecoveredMerges(lease, [merge({ recovered: true })], 12))).toEqual([]);
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(100).toISOString() }), sharedGeneration: 1, digest: "a", token: null }));
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(300).toISOString() }), sharedGeneration: 1, digest: "b", token: null }));
+    expect(await store.execute(() => pruneHistory({ ...lease, owner: "r2" }, 200, 13))).toBeNull();
+    expect(await store.execute(() => pruneHistory(lease, 200, 13))).toBe(2);
+    expect((await records()).map((r) => r.digest)).toEqual(["b"]);
+    expect((await merges()).map((r) => r.pull_number)).toEqual([8]);
+    expect(await store.execute(() => pruneHistory(lease, 200, 14, 1))).toBe(0);
+  });
+});
