@@ -41,6 +41,8 @@ export interface OwnerGroup {
   /** Owners as first spelled in CODEOWNERS, sorted case-insensitively. */
   readonly owners: readonly string[];
   readonly paths: readonly string[];
+  /** The patterns of the rules that matched the group's paths, sorted, without duplicates. */
+  readonly patterns: readonly string[];
 }
 
 export interface LatestReview {
@@ -284,12 +286,13 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     reasons.push(matchingBudgetReason(budget));
     parsedOverBudget = true;
   }
-  const groupsByKey = new Map<string, { owners: string[]; paths: string[] }>();
+  const groupsByKey = new Map<string, { owners: string[]; paths: string[]; patterns: string[] }>();
   let unownedPathCount = 0;
   const sortedPaths = [...paths].sort();
   if (selected !== null) {
     // Owner-set key per rule line: owners deduplicated case-insensitively, sorted, so equal sets group together.
-    const groupOfLine = new Map<number, { owners: string[]; paths: string[] }>();
+    const groupOfLine = new Map<number, { owners: string[]; paths: string[]; patterns: string[] }>();
+    const patternOfLine = new Map(selected.parsed.rules.map((rule) => [rule.line, rule.pattern]));
     try {
       for (const path of sortedPaths) {
         const match = selected.parsed.match(path, budget);
@@ -305,10 +308,11 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
           const key = keys.join(" ");
           group = groupsByKey.get(key);
           if (group === undefined) {
-            group = { owners: keys.map((k) => unique.get(k)!), paths: [] };
+            group = { owners: keys.map((k) => unique.get(k)!), paths: [], patterns: [] };
             groupsByKey.set(key, group);
           }
           groupOfLine.set(match.line, group);
+          group.patterns.push(patternOfLine.get(match.line) ?? "");
         }
         group.paths.push(path);
       }
@@ -320,7 +324,8 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
       unownedPathCount = 0;
     }
   } else if (!parsedOverBudget) unownedPathCount = sortedPaths.length;
-  const groups = [...groupsByKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
+  const groups = [...groupsByKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, group]) => ({ ...group, patterns: [...new Set(group.patterns)].sort() }));
 
   const resolvable = new Set<string>();
   for (const group of groups) for (const owner of group.owners) if (ownerKind(owner) !== "email") resolvable.add(owner.toLowerCase());

@@ -150,7 +150,7 @@ describe("bounds", () => {
       );
       const { decision, steps } = spent(evidence);
       expect(decision.conclusion).toBe("success");
-      expect(decision.ownerSets[0]!.counted).toEqual([{ reviewer: BOT.login, via: { kind: "app", app: APP_SLUG } }]);
+      expect(decision.ownerSets[0]!.counted).toMatchObject([{ reviewer: BOT.login, via: { kind: "app", app: APP_SLUG }, rule: "app_delegation" }]);
       const analysis = new MatchBudget(Number.POSITIVE_INFINITY);
       analyze(evidence, DEFAULT_EVALUATION_SETTINGS, analysis);
       expect(analysis.used).toBeLessThan(steps - 1); // so the last step is spent by the App delegation check

@@ -82,6 +82,13 @@ export interface CountedApproval {
   readonly reviewer: string;
   /** Which owner the approval counted for: the reviewer's `@user`, a `@org/team`, or an App delegation. */
   readonly via: { readonly kind: "user" | "team"; readonly owner: string } | { readonly kind: "app"; readonly app: string };
+  /** The review that counted (its forge ID), its reviewer's account ID, commit and submitted time as listed (decision records). */
+  readonly reviewId: number;
+  readonly reviewerId: number;
+  readonly commitId: string | null;
+  readonly submittedAt: string | null;
+  /** What made it count: the reviewer is the `@user` owner, an active member of the `@org/team` owner, or an App delegated to. */
+  readonly rule: "direct_owner" | "team_membership" | "app_delegation";
 }
 
 export interface NotCounted {
@@ -92,6 +99,8 @@ export interface NotCounted {
 export interface OwnerSetResult {
   /** The set's owners as spelled in CODEOWNERS, sorted case-insensitively. */
   readonly owners: readonly string[];
+  /** The CODEOWNERS patterns (as written) of the rules that gave the set's paths this owner set, sorted, without duplicates. */
+  readonly patterns: readonly string[];
   /** Every changed path (and previous path of a rename) with exactly this owner set, sorted. Rendering bounds the list. */
   readonly paths: readonly string[];
   readonly required: number;

@@ -143,6 +143,20 @@ describe("rule 2: owner sets", () => {
       [["@alice"], ["src/a.ts", "src/b/c.ts"]],
     ]);
   });
+  test("an owner set names the CODEOWNERS patterns of the rules that gave it its paths, once each", () => {
+    const evidence = withFiles(withCodeowners(baseEvidence(), "/a/ @Alice @bob\n/b/ @bob @alice\n*.md @carol\n/c/ @bob @alice\n"), ["b/y", "a/x", "a/z", "n.md"]);
+    expect(run(evidence).ownerSets.map((set) => [set.owners, set.patterns])).toEqual([[["@Alice", "@bob"], ["/a/", "/b/"]], [["@carol"], ["*.md"]]]);
+  });
+  test("a counted approval names its review, reviewer, commit, submitted time and the rule that made it count", () => {
+    const evidence = withFiles(baseEvidence(), ["src/a.ts", "README.md"]);
+    const byAlice = { ...approve(alice), submittedAt: "2026-11-01T10:00:00Z" };
+    const byBob = approve(USERS.bob); // the forge said no time
+    const decision = run(withReviews(evidence, byAlice, byBob));
+    expect(decision.ownerSets.map((set) => set.counted)).toEqual([
+      [{ reviewer: "bob", via: { kind: "team", owner: "@acme/core" }, reviewId: byBob.id, reviewerId: USERS.bob.id, commitId: HEAD, submittedAt: null, rule: "team_membership" }],
+      [{ reviewer: "alice", via: { kind: "user", owner: "@alice" }, reviewId: byAlice.id, reviewerId: alice.id, commitId: HEAD, submittedAt: "2026-11-01T10:00:00Z", rule: "direct_owner" }],
+    ]);
+  });
   test("owner sets differing only in case or order are the same set", () => {
     const evidence = withFiles(withCodeowners(baseEvidence(), "/a/ @Alice @bob\n/b/ @bob @alice\n"), ["a/x", "b/y"]);
     expect(run(evidence).ownerSets.length).toBe(1);
@@ -351,7 +365,7 @@ describe("rule 5: App approvals", () => {
   test("an enrolled App approval counts on delegated paths", () => {
     const decision = run(appEvidence(delegationPolicy(["docs/**"])));
     expect(outcome(decision)).toBe("success");
-    expect(decision.ownerSets[0]!.counted).toEqual([{ reviewer: BOT.login, via: { kind: "app", app: APP_SLUG } }]);
+    expect(decision.ownerSets[0]!.counted).toMatchObject([{ reviewer: BOT.login, via: { kind: "app", app: APP_SLUG }, reviewerId: BOT.id, commitId: HEAD, rule: "app_delegation" }]);
   });
   test("an App approval does not count without a delegation covering every path of the set", () => {
     expect(outcome(run(appEvidence(delegationPolicy(["docs/**"]), ["docs/guide.md", "src/app.ts"])))).toBe("failure");

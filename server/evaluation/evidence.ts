@@ -51,7 +51,16 @@ export type Lookup<T> =
 
 /** A file read at a commit (policy files, CODEOWNERS). `bytes` is the size the forge reported (UTF-8 bytes of the content). */
 export type FileRead =
-  | { readonly kind: "found"; readonly path: string; readonly text: string; readonly bytes: number }
+  | {
+    readonly kind: "found";
+    readonly path: string;
+    readonly text: string;
+    readonly bytes: number;
+    /** The forge's blob SHA of the content (the contents API's `sha`), for decision records (DESIGN 3.10); absent: not known. */
+    readonly blobSha?: string | null;
+    /** The commit the file was read at when the reader resolved it itself (the organization policy's default-branch head). */
+    readonly commitSha?: string | null;
+  }
   /** 404 for the file (or, for the organization policy, for the whole policy repository). */
   | { readonly kind: "missing" }
   /** The file exists but is at or over the bound for its kind; its content was deliberately not loaded. */
@@ -90,6 +99,8 @@ export interface Review {
    * size is hostile input); absent or empty when the body is. Only the break-glass override reads it (DESIGN 3.11).
    */
   readonly bodyFirstLine?: string;
+  /** The forge's `submitted_at` (ISO 8601) as given, for decision records; absent or null: not said. evaluate() never reads it. */
+  readonly submittedAt?: string | null;
 }
 
 export type FileStatus = "added" | "removed" | "modified" | "renamed" | "copied" | "changed" | "unchanged";

@@ -78,6 +78,11 @@ function reachOf(owner: string, reviews: ClassifiedReviews, directory: Directory
   return { approveYes: approve.yes, approveUnknown: approve.unknown, blockYes: block.yes, blockUnknown: block.unknown };
 }
 
+/** The identifiers a counted approval carries for decision records (DESIGN 3.10). */
+function reviewFacts({ review }: Pick<LatestReview, "review">): Pick<CountedApproval, "reviewId" | "reviewerId" | "commitId" | "submittedAt"> {
+  return { reviewId: review.id, reviewerId: review.user.id, commitId: review.commitId, submittedAt: review.submittedAt ?? null };
+}
+
 interface SetContext {
   readonly analysis: Analysis;
   readonly evidence: Evidence;
@@ -102,7 +107,8 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
       const user = entry.review.user;
       if (countedIds.has(user.id)) continue;
       countedIds.add(user.id);
-      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: user.login, via: { kind: ownerKind(owner) === "team" ? "team" : "user", owner } });
+      const team = ownerKind(owner) === "team";
+      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: user.login, via: { kind: team ? "team" : "user", owner }, ...reviewFacts(entry), rule: team ? "team_membership" : "direct_owner" });
     }
     for (const entry of reach.blockYes) blockedIds.add(entry.review.user.id);
   }
@@ -121,7 +127,7 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
     if (app.fact.value === "yes" && app.app !== null) {
       if (countedIds.has(review.user.id)) continue;
       countedIds.add(review.user.id);
-      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: review.user.login, via: { kind: "app", app: app.app } });
+      if (counted.length < MAX_LISTED_REVIEWS_PER_SET) counted.push({ reviewer: review.user.login, via: { kind: "app", app: app.app }, ...reviewFacts({ review }), rule: "app_delegation" });
     } else if (app.fact.value === "unknown") {
       approverGaps.push(...app.fact.gaps);
       botFacts.set(review.user.id, app.fact);
@@ -175,6 +181,7 @@ function evaluateSet(group: OwnerGroup, context: SetContext): { result: OwnerSet
   return {
     result: {
       owners: group.owners,
+      patterns: group.patterns,
       paths: group.paths,
       required,
       approvals,

@@ -54,7 +54,7 @@ export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, he
   const repository = repositoryKey(at.installationId, at.owner, at.repo);
   const known = heads.get(repository);
   if (known && reuse && known.authorityEpoch === reuse.authorityEpoch && reuse.nowMs >= known.checkedAtMs && reuse.nowMs - known.checkedAtMs < ORGANIZATION_POLICY_RECHECK_MS) {
-    return readFile(t, cache, { ...at, ref: known.sha }, maxBytes, call);
+    return atCommit(await readFile(t, cache, { ...at, ref: known.sha }, maxBytes, call), known.sha);
   }
   let head: string;
   try {
@@ -72,7 +72,17 @@ export async function readAtDefaultBranchHead(t: Transport, cache: FileCache, he
     return { kind: "incomplete", cause: g.cause, detail: g.detail };
   }
   heads.set(repository, { sha: head, authorityEpoch: reuse?.authorityEpoch ?? null, checkedAtMs: reuse?.nowMs ?? Number.NEGATIVE_INFINITY });
-  return readFile(t, cache, { ...at, ref: head }, maxBytes, call);
+  return atCommit(await readFile(t, cache, { ...at, ref: head }, maxBytes, call), head);
+}
+
+/** A file found at a default-branch head names that commit (decision records: the organization policy's commit SHA). */
+function atCommit(read: FileRead, commitSha: string): FileRead {
+  return read.kind === "found" ? { ...read, commitSha } : read;
+}
+
+/** The contents API's `sha` (the blob's), recorded by decision records; not a SHA: not known (it decides nothing). */
+function blobShaOf(body: Record<string, unknown>): string | null {
+  return typeof body.sha === "string" && SHA.test(body.sha) ? body.sha : null;
 }
 
 async function readUncached(t: Transport, at: FileLocation, maxBytes: number, call?: CallOptions): Promise<FileRead> {
@@ -95,5 +105,5 @@ async function readUncached(t: Transport, at: FileLocation, maxBytes: number, ca
   if (bytes.length !== size) throw invalidBody(CONTENTS);
   const text = decodeUtf8Strict(bytes);
   if (text === null) return { kind: "incomplete", cause: "inconsistent", detail: `${at.path} is not valid UTF-8` };
-  return { kind: "found", path: at.path, text, bytes: size };
+  return { kind: "found", path: at.path, text, bytes: size, blobSha: blobShaOf(body) };
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
@@ -77,6 +78,29 @@ describe("evidence for a realistic pull request", () => {
     expect(api.filter((q) => q.path === filesPath())).toHaveLength(5);
     expect(sim.requests.filter((q) => q.path.endsWith("/access_tokens"))).toHaveLength(1);
     expect(sim.tokenRequests.at(-1)).toEqual({ installationId: s.installationId, permissions: { checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" }, granted: true });
+  });
+
+  test("names what a decision record keeps without one more request: each review's submitted time, each file's blob SHA, the organization policy's commit", async () => {
+    const client = clientFor(sim, s);
+    const first = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    const e = first.evidence;
+    if (!e.reviews.complete) throw new Error(e.reviews.detail);
+    const listed = sim.control.state.repo("acme", "web")!.pulls.get(s.pullNumber)!.reviews;
+    expect(e.reviews.items.map((v) => v.submittedAt)).toEqual(listed.map((v) => v.submittedAt));
+    expect(e.reviews.items.every((v) => typeof v.submittedAt === "string" && !Number.isNaN(Date.parse(v.submittedAt)))).toBe(true);
+    const gitBlobSha = (text: string) => createHash("sha1").update(`blob ${Buffer.byteLength(text)}\0`).update(text).digest("hex");
+    for (const read of [e.codeowners[".forge/CODEOWNERS"], e.repositoryPolicy, e.organizationPolicy]) {
+      if (read?.kind !== "found") throw new Error("expected a found file");
+      expect(read.blobSha).toBe(gitBlobSha(read.text));
+    }
+    const policyRepository = sim.control.state.repo("acme", ".forge")!;
+    expect(e.organizationPolicy).toMatchObject({ commitSha: policyRepository.branches.get(policyRepository.defaultBranch) });
+    expect(e.repositoryPolicy).not.toHaveProperty("commitSha");
+    // From the caches and the 304 of the policy repository's head, the second evaluation names the same.
+    sim.requests.length = 0;
+    const second = gathered(await client.gatherEvidence(request(), { planLookups: fixturePlan }));
+    expect(second.evidence.organizationPolicy).toEqual(e.organizationPolicy);
+    expect(second.evidence.codeowners).toEqual(e.codeowners);
   });
 
   test("a second evaluation reads the files fixed by commits from cache and revalidates everything else with conditional requests", async () => {

@@ -22,7 +22,7 @@ import { ForgeError } from "./errors.ts";
 import { gap, gapFromError, listAll } from "./pagination.ts";
 import { getPullRequest, listPullRequestsOfCommit, openOnHead, type PullOfCommit, type PullRequestDetails } from "./pull-requests.ts";
 import type { CallOptions, Transport } from "./transport.ts";
-import { int, object, optStr, str, type Json } from "./validate.ts";
+import { int, isZonedTimestamp, object, optStr, str, type Json } from "./validate.ts";
 
 /**
  * The decision core's planLookups bound to the process settings: `(e, known) => planLookups(e, settings, known)`, or its run
@@ -206,6 +206,8 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
       const line = firstLineOf(optStr(v, "body", REVIEWS) ?? "");
       return {
         id: int(v, "id", REVIEWS), state: str(v, "state", REVIEWS), commitId: optStr(v, "commit_id", REVIEWS),
+        // Recorded only (decision records), never decided on: anything but a zoned timestamp is "not said", not an error.
+        submittedAt: isZonedTimestamp(v.submitted_at) ? (v.submitted_at as string) : null,
         user: u ? { id: int(u, "id", REVIEWS), login: str(u, "login", REVIEWS), type: str(u, "type", REVIEWS) } : null,
         ...(line === "" ? {} : { bodyFirstLine: line }),
       };
