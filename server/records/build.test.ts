@@ -77,7 +77,8 @@ describe("decision records", () => {
       unowned_path_count: 0, non_delegable_path_count: 0, break_glass: null, summarised: null,
     });
     const reviews = evidence.reviews.complete ? evidence.reviews.items : [];
-    const by = (login: string) => reviews.find((r) => r.user?.login === login)!;
+    const found = (login: string) => reviews.find((r) => r.user?.login === login)!;
+    const by = (login: string) => ({ id: found(login).id, submittedAt: found(login).submittedAt ?? null });
     expect(body.owner_sets.map((set) => [set.patterns, set.owners, set.path_count, set.status, set.satisfied_by])).toEqual([
       [["*"], ["@acme/core"], 10, "satisfied", [{ review_id: by("bob").id, reviewer_id: USERS.bob.id, reviewer_login: "bob", commit_id: HEAD, submitted_at: by("bob").submittedAt, rule: "team_membership", via: "@acme/core" }]],
       [["/docs/"], ["@acme/docs"], 15, "satisfied", [{ review_id: by("erin").id, reviewer_id: USERS.erin.id, reviewer_login: "erin", commit_id: HEAD, submitted_at: by("erin").submittedAt, rule: "team_membership", via: "@acme/docs" }]],
