@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  all, beginCheckWrite, clearCheckDigest, forgetHeadCheck, lone, migrateDatabase, readFences, readHeadCheck, recordAudit, rememberHeadCheck, settleCheckDigest,
+  all, beginCheckWrite, clearCheckDigest, confirmDecision, forgetHeadCheck, lone, migrateDatabase, readFences, readHeadCheck, recordAudit, recordPendingDecision, rememberHeadCheck, settleCheckDigest,
 } from "./index.ts";
 import { PostgresStore } from "./postgres.ts";
+import { sampleDecisionBody } from "../records/fixtures.ts";
 
 /**
  * A process whose every transaction connection holds publication guards must not stall (issue 18's chaos failure): the
@@ -38,6 +39,11 @@ describe("operations under the publication guards on postgresql", () => {
       expect(await store.execute(() => readHeadCheck(40, HEAD))).toEqual({ check_run_id: 99, digest: "pending:1", digest_generation: null });
       await store.execute(() => beginCheckWrite(40, HEAD, "pending:2", now));
       expect(await store.execute(() => settleCheckDigest({ repositoryId: 40, headSha: HEAD, token: "pending:2", digest: "d", generation: 3, now }))).toBe(true);
+      // The decision record rides on the token's write and on the settle (ops/record-ops.ts): still one statement each.
+      const body = sampleDecisionBody({ installation_id: 4, repository: { id: 40, full_name: "acme/web" }, head_sha: HEAD });
+      await store.execute(() => recordPendingDecision({ body, sharedGeneration: 3, digest: "e", token: "pending:3" }, { kind: "begin", now }));
+      await store.execute(() => recordPendingDecision({ body, sharedGeneration: 3, digest: "e", token: "pending:3" }, { kind: "remember", checkRunId: 99, now }));
+      expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:3", now, settle: { digest: "e", generation: 3 } }))).toBe(true);
       await store.execute(() => lone(clearCheckDigest(40, HEAD, now)));
       expect(await store.execute(() => readHeadCheck(40, HEAD))).toEqual({ check_run_id: 99, digest: null, digest_generation: null });
       await store.execute(() => forgetHeadCheck(40, HEAD, 99));

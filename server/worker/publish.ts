@@ -1,7 +1,8 @@
 import type { ManagedCheck } from "../forge/index.ts";
 import type { CheckOutput } from "../evaluation/index.ts";
-import { checkDigest, checkHandle, createCheck, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
-import { beginCheckWrite, type Fences, type JobRow, lone, readFences, readHeadCheckState, recordAudit, settleCheckDigest } from "../store/index.ts";
+import { checkDigest, checkHandle, createCheck, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberedCheck, writeCheck, writeUnlessGone } from "../ingress/index.ts";
+import type { DecisionRecordBody } from "../records/codec.ts";
+import { confirmDecision, type Fences, type JobRow, lone, type PendingDecision, readFences, readHeadCheckState, recordAudit, recordPendingDecision } from "../store/index.ts";
 import { leaseOf, type WorkerContext } from "./context.ts";
 import { LeaseLost, RetryLater } from "./errors.ts";
 
@@ -18,6 +19,12 @@ import { LeaseLost, RetryLater } from "./errors.ts";
  * is sent. Otherwise the digest is first replaced by this write's pending token, the check is written by its remembered ID
  * (listed only when none is remembered or the forge says it is gone, then remembered under the guards), and after the fence
  * check the digest is settled, unless a reset cleared the token meanwhile. An uncertain write leaves the token: no digest.
+ *
+ * Decision records (DESIGN 3.10): the statement that writes the pending token also writes the decision's record, carrying
+ * that token (beginCheckWrite's when a check is remembered, else the remembering of the check found or created), so no
+ * completing write is sent without its record; the statement that settles the digest confirms it. A record left unconfirmed
+ * says the write may not have reached the forge (it failed, was uncertain, or was reset by a failed fence comparison). No
+ * statement and no forge request is added, and the no-write path above writes no record.
  */
 export type Captured = { readonly shared: number; readonly evaluation: number };
 
@@ -42,6 +49,8 @@ export async function publishCompleted(
   conclusion: "success" | "failure",
   output: CheckOutput,
   signal: AbortSignal,
+  /** The decision record's body for the check run about to be written (server/records/build.ts). */
+  recordOf: (checkRunId: number) => DecisionRecordBody,
 ): Promise<PublishResult> {
   const fences = () => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: target.installationId, repositoryId: target.repositoryId, headSha: target.headSha, pullNumber: target.pullNumber, now: ctx.now() }));
   let release: () => Promise<void>;
@@ -65,7 +74,8 @@ export async function publishCompleted(
     }
     // From here until it settles, the digest claims nothing: a failure anywhere below leaves no digest behind.
     const token = `pending:${crypto.randomUUID()}`;
-    if (known !== null) await ctx.store.execute(() => beginCheckWrite(target.repositoryId, target.headSha, token, ctx.now()));
+    const record = (checkRunId: number): PendingDecision => ({ body: recordOf(checkRunId), sharedGeneration: captured.shared, digest, token });
+    if (known !== null) await ctx.store.execute(() => recordPendingDecision(record(Number(known.check_run_id)), { kind: "begin", now: ctx.now() }));
     const complete = (found: ManagedCheck) => ctx.forge.completeCheck(target, found, conclusion, output, new Date(ctx.now()), { signal });
     try {
       signal.throwIfAborted();
@@ -77,7 +87,9 @@ export async function publishCompleted(
         check = null;
         if (known !== null || state.untried !== true) check = await ctx.forge.findManagedCheck(target, { signal });
         check ??= await createCheck(ctx.forge, memory, target, IN_PROGRESS_OUTPUT, { signal });
-        await rememberCheck(memory, target, check, token);
+        // Not best effort as rememberCheck is: without its record, the completing write is not sent.
+        const id = check.id;
+        await ctx.store.execute(() => recordPendingDecision(record(id), { kind: "remember", checkRunId: id, now: ctx.now() }));
         signal.throwIfAborted();
         completed = await complete(check);
       }
@@ -99,9 +111,10 @@ export async function publishCompleted(
       if (!after.leaseHeld) throw new LeaseLost();
       return unpublished(after, captured);
     }
-    const settled = { repositoryId: target.repositoryId, headSha: target.headSha, token, digest, generation: captured.shared, now: ctx.now() };
-    // Best effort: without a settled digest the next evaluation with this result writes it again, nothing worse.
-    await ctx.store.execute(() => settleCheckDigest(settled)).catch(() => false);
+    const settled = { repositoryId: target.repositoryId, headSha: target.headSha, token, now: ctx.now(), settle: { digest, generation: captured.shared } };
+    // Best effort: without a settled digest the next evaluation with this result writes it again, nothing worse (and that
+    // write confirms the same record: it adopts the next token while unconfirmed, record-ops.ts).
+    await ctx.store.execute(() => confirmDecision(settled)).catch(() => false);
     return published(ctx, target, captured, conclusion, output, check.id, true);
   } finally {
     await release();

@@ -6,6 +6,10 @@ import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext 
 import { LeaseLost, RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
 import { publishCompleted } from "../publish.ts";
+import { APPLICATION_VERSION, BUILD_REVISION_VALUE } from "../../build-info.ts";
+import { buildDecisionRecord } from "../../records/build.ts";
+
+const SERVICE_IDENTITY = { version: APPLICATION_VERSION, revision: BUILD_REVISION_VALUE };
 import { resultSubjects } from "../result-subjects.ts";
 
 /**
@@ -97,7 +101,11 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     await audit(ctx, row, rowHead, "shared_head");
     return { kind: "done", note: "shared head left in progress" };
   }
-  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal);
+  const recordOf = (checkRunId: number) => buildDecisionRecord(decision, evidence, {
+    installationId: repository.installationId, repository: { id: repository.repositoryId, full_name: `${repository.owner}/${repository.name}` }, checkRunId,
+    title: checkOutput.title, publishedAtMs: ctx.now(), service: SERVICE_IDENTITY, organizationPolicyRepository: ctx.settings.organizationPolicyRepository,
+  });
+  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal, recordOf);
   if (result === "fenced") return fenced(ctx, repository, row, pullNumber, rowHead);
   if (result === "published") {
     if (decision.conclusion === "success" && decision.breakGlass !== null) reportBreakGlass(ctx, target, decision.breakGlass);
