@@ -29,6 +29,22 @@ describe("direct triggers", () => {
     expect(index("edited", long)).toEqual({ kind: "upsert", baseRef: null });
     expect((map("pull_request_review", reviewEvent("submitted")) as { index?: unknown }).index).toBeUndefined();
   });
+  test("a merged closed delivery carries its merge: merge commit, who merged and when; an unmerged one, or another action, none", () => {
+    const merged = (fields: Record<string, unknown>, action = "closed") => {
+      const payload = pullRequestEvent(action);
+      payload.pull_request = { ...payload.pull_request, state: "closed", ...fields } as typeof payload.pull_request;
+      return (map("pull_request", payload) as { merge?: unknown }).merge;
+    };
+    const facts = { merged: true, merge_commit_sha: "e".repeat(40), merged_by: { login: "bob", id: 44, type: "User" }, merged_at: "2026-11-22T10:00:00Z" };
+    expect(merged(facts)).toEqual({ mergeCommitSha: "e".repeat(40), mergedBy: { id: 44, login: "bob" }, mergedAtMs: Date.parse("2026-11-22T10:00:00Z") });
+    expect(merged({ ...facts, merged: false })).toBeUndefined();
+    expect(merged({ merged: false, merge_commit_sha: null, merged_by: null, merged_at: null })).toBeUndefined();
+    expect(merged(facts, "edited")).toBeUndefined();
+    // What is not of its documented form is not kept (a signed payload is still bounded in what it makes us store).
+    expect(merged({ ...facts, merge_commit_sha: "not a sha", merged_by: { login: "x".repeat(65), id: 44 }, merged_at: "yesterday" }))
+      .toEqual({ mergeCommitSha: null, mergedBy: null, mergedAtMs: null });
+    expect(merged({ ...facts, merged_by: { login: "bob", id: -1 }, merged_at: "2".repeat(41) })).toMatchObject({ mergedBy: null, mergedAtMs: null });
+  });
   test("a synchronize names the head it left (before), which must be a commit ID", () => {
     const moved = { ...pullRequestEvent("synchronize"), before: "c".repeat(40), after: SHA_A };
     expect(map("pull_request", moved)).toMatchObject({ kind: "direct", headSha: SHA_A, previousHead: "c".repeat(40) });

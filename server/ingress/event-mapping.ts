@@ -22,9 +22,37 @@ export type Mapping =
     readonly index?: IndexWrite;
     /** `synchronize`: the head the pull request left (`before`), whose other pull requests are re-evaluated (DESIGN 3.8). */
     readonly previousHead?: string;
+    /** `closed` with `merged: true`: the merge, recorded in the same acceptance (DESIGN 3.10). */
+    readonly merge?: MergeFacts;
   }
   | { readonly kind: "base_ref"; readonly repository: RepositoryRef; readonly baseRef: string }
   | { readonly kind: "authority"; readonly installationId: number; readonly scope: AuthorityScope };
+
+/**
+ * A merged pull request as its `closed` delivery says: the merge commit, who merged and when. Each is null when absent or not
+ * of its documented form (a signed payload is still bounded in what it makes us store); the head at merge is the mapping's.
+ */
+export type MergeFacts = {
+  readonly mergeCommitSha: string | null;
+  readonly mergedBy: { readonly id: number; readonly login: string } | null;
+  readonly mergedAtMs: number | null;
+};
+
+/** The forge's longest login is 39 characters; an App's bot login adds `[bot]`. */
+const MAX_MERGED_BY_LOGIN = 64;
+
+/** The merge of a `closed` pull request (or of a recently closed one the reconciler lists), or null when it was not merged. */
+export function mergeFactsOf(pull: Record<string, unknown>): MergeFacts | null {
+  if (pull.merged !== true && !(pull.merged === undefined && typeof pull.merged_at === "string")) return null;
+  const by = pull.merged_by;
+  const mergedBy = isObject(by) && positiveInteger(by.id) && typeof by.login === "string" && by.login !== "" && by.login.length <= MAX_MERGED_BY_LOGIN ? { id: by.id, login: by.login } : null;
+  const mergedAtMs = typeof pull.merged_at === "string" && pull.merged_at.length <= 40 ? Date.parse(pull.merged_at) : Number.NaN;
+  return {
+    mergeCommitSha: typeof pull.merge_commit_sha === "string" && HEAD_SHA.test(pull.merge_commit_sha) ? pull.merge_commit_sha : null,
+    mergedBy,
+    mergedAtMs: Number.isFinite(mergedAtMs) ? mergedAtMs : null,
+  };
+}
 
 const PULL_REQUEST_ACTIONS = new Set(["opened", "reopened", "synchronize", "edited", "ready_for_review", "converted_to_draft", "labeled", "unlabeled", "closed"]);
 /** pull_request actions whose delivery upserts the pull request into the open-pull-request index (closed deletes it). */
@@ -113,9 +141,10 @@ function mapOrThrow(event: string, action: string | undefined, payload: Json, co
         index = { kind: "upsert", baseRef };
       }
       const before = action === "synchronize" && payload.before !== undefined && payload.before !== null ? head(payload.before, "before") : null;
+      const merge = action === "closed" ? mergeFactsOf(pull) : null;
       return {
         kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha,
-        ...(index ? { index } : {}), ...(before !== null && before !== headSha ? { previousHead: before } : {}),
+        ...(index ? { index } : {}), ...(before !== null && before !== headSha ? { previousHead: before } : {}), ...(merge ? { merge } : {}),
       };
     }
     case "check_run":

@@ -8,6 +8,7 @@ import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTE
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { releaseBatcherFor } from "./release-batcher.ts";
 import { verifySignature } from "./verify-signature.ts";
+import { reportUnapprovedMerge } from "../records/unapproved.ts";
 
 /**
  * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (400) → secret configured (503) →
@@ -131,10 +132,12 @@ async function accept(
       acceptDirectTrigger({
         ...mapping.repository, ...delivery, pullNumber: mapping.pullNumber, headSha: mapping.headSha, now, heldUntil,
         ...(mapping.index ? { index: mapping.index } : {}), ...(mapping.previousHead ? { previousHead: mapping.previousHead } : {}),
+        ...(mapping.merge ? { merge: { ...mapping.merge, repositoryFullName: `${mapping.repository.owner}/${mapping.repository.name}` } } : {}),
       }),
       { deadline },
     );
     if (outcome.kind === "accepted") {
+      if (outcome.merge?.unapproved) reportUnapprovedMerge(deps, { installationId: mapping.repository.installationId, repositoryId: mapping.repository.repositoryId, pullNumber: mapping.pullNumber, headSha: mapping.headSha, record: outcome.merge.id, recovered: false });
       if (deps.fastPath === null) return failure(503, "not_configured");
       await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration, rememberedCheckRunId: outcome.rememberedCheckRunId }, fastPathEnds, deadline);
       return { status: 202, body: { accepted: true, queued: true } };

@@ -39,6 +39,7 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
     sharedHeadInvalidations: new Counter({ name: "service_shared_head_invalidations_total", help: "Durable exact-head invalidation attempts.", labelNames: ["outcome"] as const, registers: [registry] }),
     deadJobs: new Gauge({ name: "service_dead_jobs", help: "Terminal queue rows; should be 0.", registers: [registry], collect: fromStore("deadJobs") }),
     insecureChangesEnabled: new Gauge({ name: "service_insecure_changes_enabled", help: "1 while the built-in non-delegable set is disabled, else 0.", registers: [registry] }),
+    unapprovedMerges: new Counter({ name: "service_unapproved_merges_total", help: "Merges recorded without a current confirmed success from the service (an administrator bypass, or the check not required).", registers: [registry] }),
     reconciliations: new Counter({ name: "service_reconciliations_total", help: "Reconciliation outcomes.", labelNames: ["result"] as const, registers: [registry] }),
     forgeRequests: new Counter({ name: "service_forge_requests_total", help: "Forge requests by kind (read, write, app) and outcome; deferred ones were held back unsent.", labelNames: ["kind", "outcome"] as const, registers: [registry] }),
     // The smallest across installations and the App: a label per installation would be unbounded. NaN until an answer told

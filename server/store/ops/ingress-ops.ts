@@ -1,5 +1,6 @@
 import { batch, dialect, one, type Op, type Query, query, run } from "../op.ts";
 import { type IndexWrite, indexWrite } from "./open-pull-index.ts";
+import { type MergeInput, mergeRecordQuery, type RecordedMerge, recordedMergeOf } from "./record-ops.ts";
 import {
   ADVANCE_INVALIDATED_SQL, advanceAndQueue, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery,
   queueInstallationFanout, queueRepositoryFanout, type RepositoryRef, retainDelivery, SETTLE_INVALIDATION_SQL, settleHeadInvalidation,
@@ -34,6 +35,12 @@ export type DirectTrigger = RepositoryRef & {
    * nothing about that head changed but who is on it, so its check is not reset (invalidate-head.ts).
    */
   readonly previousHead?: string;
+  /**
+   * A merged `closed` delivery's merge (DESIGN 3.10): its merge record is written in the same acceptance, as one more statement
+   * after the acceptance's (only for such a delivery: every other one stays one statement). Idempotent: a redelivery, or a
+   * merge the reconciler recovered first, writes nothing and answers `merge: null`.
+   */
+  readonly merge?: Omit<MergeInput, "installationId" | "repositoryId" | "pullNumber" | "headSha" | "recovered" | "now">;
 };
 
 /**
@@ -42,7 +49,11 @@ export type DirectTrigger = RepositoryRef & {
  * the same statement, so the fast path that follows needs no read of its own (readHeadCheck) before its first forge request.
  */
 export type DirectTriggerOutcome =
-  | { readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null; readonly rememberedCheckRunId: number | null }
+  | {
+    readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null; readonly rememberedCheckRunId: number | null;
+    /** The merge record this acceptance wrote (a merged `closed` delivery), else absent. */
+    readonly merge?: RecordedMerge;
+  }
   | { readonly kind: "duplicate" };
 
 /** A retained duplicate: its stored head, and whether that head's invalidation for its generation is still pending. */
@@ -61,13 +72,15 @@ export type DuplicateDelivery = { readonly headSha: string | null; readonly shar
  * round trips and a wait for the transaction pool.
  */
 export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutcome> {
+  const merge = mergeOf(input);
   if ((yield* dialect()) === "postgresql") {
-    const [row] = yield* batch([acceptInOneStatement(input)], { last: true });
+    const [row, merged] = yield* batch([acceptInOneStatement(input), ...(merge ? [mergeRecordQuery(merge)] : [])], { last: true });
     if (row === null) return { kind: "duplicate" };
     const accepted = row as { shared_generation: number; evaluation_generation: number | null; check_run_id: number | null };
+    const recorded = merge ? recordedMergeOf(merged) : null;
     return {
       kind: "accepted", sharedGeneration: accepted.shared_generation, evaluationGeneration: accepted.evaluation_generation === null ? null : Number(accepted.evaluation_generation),
-      rememberedCheckRunId: accepted.check_run_id === null ? null : Number(accepted.check_run_id),
+      rememberedCheckRunId: accepted.check_run_id === null ? null : Number(accepted.check_run_id), ...(recorded ? { merge: recorded } : {}),
     };
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
@@ -80,13 +93,24 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
     }, input.now),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
     query("one", REMEMBERED_CHECK_SQL, input.repositoryId, input.headSha),
+    ...(merge ? [mergeRecordQuery(merge)] : []),
   ], { last: true });
   const [advanced, pulled] = results;
+  const recorded = merge ? recordedMergeOf(results.pop()) : null;
   const remembered = results.at(-1);
   // advanceAndQueue's second statement advances the pull request's E when there is one.
   const evaluationGeneration = input.pullNumber === null ? null : (pulled as { evaluation_generation: number }).evaluation_generation;
   const checkRunId = (remembered as { check_run_id: number } | null)?.check_run_id;
-  return { kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration, rememberedCheckRunId: checkRunId === undefined ? null : Number(checkRunId) };
+  return {
+    kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration, rememberedCheckRunId: checkRunId === undefined ? null : Number(checkRunId),
+    ...(recorded ? { merge: recorded } : {}),
+  };
+}
+
+/** The merge record a merged `closed` delivery writes in its acceptance, or null. */
+function mergeOf(input: DirectTrigger): MergeInput | null {
+  if (input.merge === undefined || input.pullNumber === null) return null;
+  return { ...input.merge, installationId: input.installationId, repositoryId: input.repositoryId, pullNumber: input.pullNumber, headSha: input.headSha, recovered: false, now: input.now };
 }
 
 /** The head's remembered check run ($1 repository, $2 head), as readHeadCheck reads it. */
