@@ -23,6 +23,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "pulls": async (c, b) => pullProjection(await c.control.openPullRequest(b)),
   "pull-pushes": (c, b) => c.control.pushToPullRequest(b),
   "pull-state": async (c, b) => pullProjection(await c.control.setPullRequestState(b)),
+  "pull-merges": async (c, b) => ({ ...pullProjection(await c.control.mergePullRequest(b)), merge_commit_sha: c.control.mustPull(b.owner, b.repo, b.number).merged!.commitSha }),
   "reviews": async (c, b) => { const r = await c.control.submitReview(b); return { id: r.id, state: r.state, commit_id: r.commitId }; },
   "review-dismissals": async (c, b) => { const r = await c.control.dismissReview(b); return { id: r.id, state: r.state }; },
   "labels": async (c, b) => pullProjection(await c.control.label(b)),

@@ -7,7 +7,7 @@ import {
   ForgeState, type Account, type CheckRun, type ForgeApp, type Installation, type PullRequest, type RepoPermission,
   type Repository, type Review, type Team, type TeamRepoPermission,
 } from "./model.ts";
-import { appJson, checkRunJson, installationJson, pullJson, repositoryJson, reviewJson, teamJson, userJson } from "./shapes.ts";
+import { appJson, checkRunJson, installationJson, mergedJson, pullJson, repositoryJson, reviewJson, teamJson, userJson } from "./shapes.ts";
 import { deliverWebhook, type WebhookDelivery } from "./webhooks.ts";
 
 export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
@@ -190,6 +190,32 @@ export class SimulatorControl {
     repo.pulls.set(pr.number, pr);
     this.lagCommitPulls(pr);
     await this.emitPull(repo, pr, "opened", {}, args.author);
+    return pr;
+  }
+
+  /**
+   * Merges an open pull request as `by` (a merge commit on its base branch whose tree is the head's), closes it and sends
+   * pull_request `closed` with `merged: true` (no push event for the base branch: nothing here needs one).
+   */
+  async mergePullRequest(args: { owner: string; repo: string; number: number; by: string }): Promise<PullRequest> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    if (pr.state !== "open") throw new ControlError(405, "pull request is not open");
+    if (!this.state.account(args.by)) this.createUser({ login: args.by });
+    const baseTip = repo.branches.get(pr.baseRef);
+    const headTree = this.state.commits.get(pr.headSha)?.tree;
+    if (!baseTip || !headTree) throw new ControlError(422, "no such branch");
+    const changes: Record<string, string | null> = {};
+    for (const path of this.state.commits.get(baseTip)!.tree.keys()) if (!headTree.has(path)) changes[path] = null;
+    for (const [path, blob] of headTree) changes[path] = new TextDecoder().decode(this.state.blobs.get(blob));
+    const at = this.now();
+    const merge = makeCommit(this.state, baseTip, changes, `Merge pull request #${pr.number}`, at);
+    repo.branches.set(pr.baseRef, merge.sha);
+    pr.state = "closed";
+    pr.updatedAt = at;
+    pr.closedAt = at;
+    pr.merged = { commitSha: merge.sha, byLogin: args.by, at };
+    await this.emitPull(repo, pr, "closed", {}, args.by);
     return pr;
   }
 
@@ -425,7 +451,8 @@ export class SimulatorControl {
     return this.emit(repo, "pull_request", () => ({ action, number: pr.number, pull_request: this.pullBody(repo, pr), ...extra, sender: this.userBody(sender ?? pr.authorLogin) }));
   }
 
-  private pullBody(repo: Repository, pr: PullRequest) { return pullJson(this.base, this.state, repo, pr); }
+  // A webhook's pull request is the full one: it says whether and by whom it was merged.
+  private pullBody(repo: Repository, pr: PullRequest) { return { ...pullJson(this.base, this.state, repo, pr), ...mergedJson(this.base, this.state, pr) }; }
   private userBody(login: string) { const a = this.state.account(login); return a ? userJson(this.base, a) : { login }; }
   get base(): string { return this.options.baseUrl(); }
 

@@ -34,6 +34,8 @@ export interface PullRequest {
   id: number; number: number; title: string; authorLogin: string; state: "open" | "closed"; draft: boolean;
   headRef: string; headSha: string; baseRef: string; baseSha: string; labels: Label[]; reviews: Review[];
   createdAt: string; updatedAt: string; closedAt: string | null;
+  /** Set when the pull request was merged (control.mergePullRequest): its merge commit, who merged it and when. */
+  merged?: { commitSha: string; byLogin: string; at: string };
 }
 
 export interface CheckRun {

@@ -66,6 +66,23 @@ const samples = (): Record<string, { url: string; body?: unknown; accept?: strin
 };
 
 describe("the simulator against the published OpenAPI description", () => {
+  test("a merged pull request, alone and among the recently closed, carries the documented merge fields", async () => {
+    await sim.control.commit({ owner: s.org, repo: s.repo, branch: "to-merge", files: { "src/merged.ts": "export {};\n" } });
+    const pr = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "to-merge", author: "erin" });
+    await sim.control.mergePullRequest({ owner: s.org, repo: s.repo, number: pr.number, by: "bob" });
+    const get = async (url: string) => (await fetch(`${sim.url}${url}`, { headers: { authorization: `token ${token}` } })).json();
+    const schemaOf = (path: string) => spec.paths[path]!.get!.responses["200"]!.content!["application/json"]!.schema;
+    const single = await get(`/repos/${s.org}/${s.repo}/pulls/${pr.number}`) as Record<string, unknown>;
+    expect(checkSchema(schemaOf("/repos/{owner}/{repo}/pulls/{pull_number}"), single)).toEqual([]);
+    expect(single).toMatchObject({ state: "closed", merged: true, merged_by: { login: "bob" }, merge_commit_sha: expect.stringMatching(/^[0-9a-f]{40}$/), merged_at: expect.any(String) });
+    const closed = await get(`/repos/${s.org}/${s.repo}/pulls?state=closed&sort=updated&direction=desc&per_page=100`) as Array<Record<string, unknown>>;
+    expect(checkSchema(schemaOf("/repos/{owner}/{repo}/pulls"), closed)).toEqual([]);
+    expect(closed[0]).toMatchObject({ number: pr.number, merge_commit_sha: single.merge_commit_sha, merged_at: single.merged_at });
+    // The webhook's pull request is the full one.
+    const delivered = sim.control.deliveries.filter((d) => d.event === "pull_request").map((d) => JSON.parse(d.body)).find((b) => b.action === "closed" && b.number === pr.number);
+    expect(delivered?.pull_request).toMatchObject({ merged: true, merged_by: { login: "bob" }, merge_commit_sha: single.merge_commit_sha });
+  });
+
   test("every served route exists in the description with its method", () => {
     for (const route of ROUTES) expect({ route: `${route.method} ${route.path}`, found: Boolean(spec.paths[route.path]?.[route.method.toLowerCase()]) }).toEqual({ route: `${route.method} ${route.path}`, found: true });
   });

@@ -22,7 +22,11 @@ export const REPOSITORY_ROUTES: Route[] = [
       const head = q.get("head");
       const all = [...repo.pulls.values()]
         .filter((p) => (state === "all" || p.state === state) && (!q.get("base") || p.baseRef === q.get("base")) && (!head || `${repo.ownerLogin}:${p.headRef}` === head))
-        .sort((a, b) => (q.get("direction") === "asc" ? a.number - b.number : b.number - a.number));
+        // sort=updated (the reconciler's recently closed pull requests, DESIGN 3.10): by updated_at, newest first unless
+        // direction=asc; otherwise by number, as before.
+        .sort(q.get("sort") === "updated"
+          ? (a, b) => (q.get("direction") === "asc" ? 1 : -1) * (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : a.number - b.number)
+          : (a, b) => (q.get("direction") === "asc" ? a.number - b.number : b.number - a.number));
       const page = paginate(ctx, all);
       return ok(page.items.map((p) => pullJson(ctx.base, s(ctx), repo, p)), page.headers);
     },

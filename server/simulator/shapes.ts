@@ -97,6 +97,12 @@ function labelJson(base: string, repo: Repository, l: Label) {
     name: l.name, description: "", color: l.color, default: false };
 }
 
+/** The full pull request's (and its webhook payload's) `merged` and `merged_by`. */
+export function mergedJson(base: string, state: ForgeState, pr: PullRequest) {
+  const by = pr.merged ? state.account(pr.merged.byLogin) : undefined;
+  return { merged: pr.merged !== undefined, merged_by: by ? userJson(base, by) : null };
+}
+
 export function pullJson(base: string, state: ForgeState, repo: Repository, pr: PullRequest, counts?: { changedFiles: number; additions: number; deletions: number }) {
   const full = `${repo.ownerLogin}/${repo.name}`;
   const u = `${base}/repos/${full}/pulls/${pr.number}`;
@@ -110,7 +116,7 @@ export function pullJson(base: string, state: ForgeState, repo: Repository, pr: 
     review_comment_url: `${base}/repos/${full}/pulls/comments{/number}`, comments_url: `${base}/repos/${full}/issues/${pr.number}/comments`,
     statuses_url: `${base}/repos/${full}/statuses/${pr.headSha}`, number: pr.number, state: pr.state, locked: false, title: pr.title,
     user: userJson(base, author), body: null, labels: pr.labels.map((l) => labelJson(base, repo, l)), milestone: null, active_lock_reason: null,
-    created_at: pr.createdAt, updated_at: pr.updatedAt, closed_at: pr.closedAt, merged_at: null, merge_commit_sha: null, assignee: null,
+    created_at: pr.createdAt, updated_at: pr.updatedAt, closed_at: pr.closedAt, merged_at: pr.merged?.at ?? null, merge_commit_sha: pr.merged?.commitSha ?? null, assignee: null,
     assignees: [], requested_reviewers: [], requested_teams: [],
     head: { label: `${repo.ownerLogin}:${pr.headRef}`, ref: pr.headRef, sha: pr.headSha, user: userJson(base, owner), repo: repoBody },
     base: { label: `${repo.ownerLogin}:${pr.baseRef}`, ref: pr.baseRef, sha: pr.baseSha, user: userJson(base, owner), repo: repoBody },
@@ -124,7 +130,7 @@ export function pullJson(base: string, state: ForgeState, repo: Repository, pr: 
   };
   if (!counts) return simple;
   return {
-    ...simple, merged: false, mergeable: true, rebaseable: true, mergeable_state: "clean", merged_by: null, comments: 0, review_comments: 0,
+    ...simple, ...mergedJson(base, state, pr), mergeable: true, rebaseable: true, mergeable_state: "clean", comments: 0, review_comments: 0,
     maintainer_can_modify: false, commits: 1, additions: counts.additions, deletions: counts.deletions, changed_files: counts.changedFiles,
   };
 }
