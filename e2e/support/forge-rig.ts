@@ -1,6 +1,6 @@
 import { pino, type Logger } from "pino";
 import { createForgeClient, type ForgeClient } from "../../server/forge/index.ts";
-import { createMetrics } from "../../server/observability/metrics.ts";
+import { createMetrics, type Metrics } from "../../server/observability/metrics.ts";
 import { createReconciler, type Reconciler } from "../../server/reconciler/index.ts";
 import { migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
 import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../../server/worker/worker.ts";
@@ -29,7 +29,7 @@ export async function startForgeRig(backend: BackendName, reviewers: string[]): 
   return { sim, scenario, database, store, forge, logs, log };
 }
 
-export type ReconcilerRig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[] };
+export type ReconcilerRig = { sim: ForgeSimulator; scenario: Scenario; store: Store; worker: Worker; reconciler: Reconciler; database: TestDatabase; logs: string[]; metrics: Metrics };
 
 /**
  * The forge rig with a running in-process worker and a reconciler whose scans the test runs (runOnce): no webhook reaches
@@ -50,7 +50,7 @@ export async function startReconcilerRig(backend: BackendName, reviewers: string
     { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() },
     { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
   );
-  return { sim, scenario, store, worker, reconciler, database, logs };
+  return { sim, scenario, store, worker, reconciler, database, logs, metrics };
 }
 
 /** Stops what startReconcilerRig started and drops its database. */

@@ -93,7 +93,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   if (forge && config.reconcileEnabled) {
     reconciler = createReconciler(
       { store, forge, log, metrics, organizationPolicyRepository: config.organizationPolicyRepository, ...(worker ? { onQueued: () => worker.wake() } : {}) },
-      { intervalMs: config.reconcileIntervalSeconds * 1000, retentionMs: config.webhookDeliveryRetentionDays * 86_400_000, fullSweepMs: config.reconcileFullSweepHours * 3_600_000 },
+      { intervalMs: config.reconcileIntervalSeconds * 1000, retentionMs: config.webhookDeliveryRetentionDays * 86_400_000, fullSweepMs: config.reconcileFullSweepHours * 3_600_000, decisionRetentionMs: config.decisionRetentionDays * 86_400_000 },
     );
     reconciler.start();
   }

@@ -56,6 +56,7 @@ describe("defaults outside production", () => {
     expect(config.workerRetryMaxSeconds).toBe(300);
     expect(config.workerLeaseSeconds).toBe(30);
     expect(config.webhookDeliveryRetentionDays).toBe(14);
+    expect(config.decisionRetentionDays).toBe(400);
     expect(config.webhookInvalidationTimeoutSeconds).toBe(5);
     expect(config.webhookUnverifiedBodyBudgetBytes).toBe(64 * 1024 * 1024);
     expect(config.reconcileIntervalSeconds).toBe(300);
@@ -220,6 +221,9 @@ describe("other settings", () => {
     expect(loadConfig({ SERVICE_RECONCILE_FULL_SWEEP_HOURS: "1", SERVICE_RECONCILE_INTERVAL_SECONDS: "3600" }, io).reconcileFullSweepHours).toBe(1);
   });
   test("the worker lease is bounded to 3..600 seconds", () => {
+    expect(loadConfig({ SERVICE_DECISION_RETENTION_DAYS: "30" }, io).decisionRetentionDays).toBe(30);
+    expect(loadConfig({ SERVICE_DECISION_RETENTION_DAYS: "3650" }, io).decisionRetentionDays).toBe(3650);
+    for (const bad of ["29", "3651", "0", "400.5", "1y", "-400"]) expect(rejection({ SERVICE_DECISION_RETENTION_DAYS: bad }).message).toMatch(/30 to 3650/);
     expect(rejection({ SERVICE_WORKER_LEASE_SECONDS: "2" }).message).toMatch(/3 to 600/);
     expect(loadConfig({ SERVICE_WORKER_LEASE_SECONDS: "5" }, io).workerLeaseSeconds).toBe(5);
   });

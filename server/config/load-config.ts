@@ -1,3 +1,4 @@
+import { DEFAULT_DECISION_RETENTION_DAYS, MAX_DECISION_RETENTION_DAYS, MIN_DECISION_RETENTION_DAYS } from "../records/schema.ts";
 import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
@@ -47,6 +48,8 @@ export type Config = {
   /** How long a claimed row stays leased without renewal; another worker may take it over after that (a crash). */
   readonly workerLeaseSeconds: number;
   readonly webhookDeliveryRetentionDays: number;
+  /** How long decision and merge records are kept (DESIGN 3.10); the reconciler prunes older ones. */
+  readonly decisionRetentionDays: number;
   readonly webhookInvalidationTimeoutSeconds: number;
   /** Process-wide bound on webhook body bytes held before their signature is verified; past it deliveries get 503. */
   readonly webhookUnverifiedBodyBudgetBytes: number;
@@ -85,6 +88,7 @@ export const DEFAULTS = Object.freeze({
   workerRetryMaxSeconds: 300,
   workerLeaseSeconds: 30,
   webhookDeliveryRetentionDays: 14,
+  decisionRetentionDays: DEFAULT_DECISION_RETENTION_DAYS,
   webhookInvalidationTimeoutSeconds: 5,
   webhookUnverifiedBodyBudgetBytes: 64 * 1024 * 1024,
   reconcileIntervalSeconds: 300,
@@ -118,6 +122,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_WORKER_RETRY_MAX_SECONDS",
   "SERVICE_WORKER_LEASE_SECONDS",
   "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS",
+  "SERVICE_DECISION_RETENTION_DAYS",
   "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS",
   "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES",
   "SERVICE_RECONCILE_INTERVAL_SECONDS",
@@ -326,6 +331,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     workerRetryMaxSeconds: integer(env, "SERVICE_WORKER_RETRY_MAX_SECONDS", DEFAULTS.workerRetryMaxSeconds, 1, 86_400),
     workerLeaseSeconds: integer(env, "SERVICE_WORKER_LEASE_SECONDS", DEFAULTS.workerLeaseSeconds, 3, 600),
     webhookDeliveryRetentionDays: integer(env, "SERVICE_WEBHOOK_DELIVERY_RETENTION_DAYS", DEFAULTS.webhookDeliveryRetentionDays, 1, 365),
+    decisionRetentionDays: integer(env, "SERVICE_DECISION_RETENTION_DAYS", DEFAULTS.decisionRetentionDays, MIN_DECISION_RETENTION_DAYS, MAX_DECISION_RETENTION_DAYS),
     webhookInvalidationTimeoutSeconds: integer(env, "SERVICE_WEBHOOK_INVALIDATION_TIMEOUT_SECONDS", DEFAULTS.webhookInvalidationTimeoutSeconds, 1, 9),
     // At least one maximal body, so a lone delivery always fits; at most 512 MiB, so a slip of digits cannot lift the bound.
     webhookUnverifiedBodyBudgetBytes: integer(env, "SERVICE_WEBHOOK_UNVERIFIED_BODY_BUDGET_BYTES", DEFAULTS.webhookUnverifiedBodyBudgetBytes, MAX_WEBHOOK_BODY_BYTES, 512 * 1024 * 1024),
@@ -368,6 +374,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     worker_retry_max_seconds: config.workerRetryMaxSeconds,
     worker_lease_seconds: config.workerLeaseSeconds,
     webhook_delivery_retention_days: config.webhookDeliveryRetentionDays,
+    decision_retention_days: config.decisionRetentionDays,
     webhook_invalidation_timeout_seconds: config.webhookInvalidationTimeoutSeconds,
     webhook_unverified_body_budget_bytes: config.webhookUnverifiedBodyBudgetBytes,
     reconcile_interval_seconds: config.reconcileIntervalSeconds,

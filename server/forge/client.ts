@@ -39,6 +39,20 @@ export const RECONCILER_PULLS = {
   }),
 } as const;
 
+/** Only what the merge recovery reads of a recently closed pull request (DESIGN 3.10). */
+const CLOSED_PULL_FIELDS = ["number", "merged_at", "merge_commit_sha", "merged_by"] as const;
+export const RECENTLY_CLOSED_PULLS = {
+  name: "recently-closed",
+  project: (data: unknown): unknown => !Array.isArray(data) ? data : data.map((item) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) return item;
+    const kept = pick(item, CLOSED_PULL_FIELDS) as Json;
+    if ("head" in item) kept.head = pick((item as Json).head, ["sha"]);
+    return kept;
+  }),
+} as const;
+/** Recently closed pull requests asked for per repository and scan: one page, the forge's largest. */
+export const RECENTLY_CLOSED_PAGE = 100;
+
 export interface ForgeClientOptions {
   apiUrl: string;
   appId: number;
@@ -69,6 +83,12 @@ export interface ForgeClient {
    * asked for; the outcome says whether the pages told make the whole list.
    */
   streamOpenPullRequestItems(installationId: number, owner: string, repo: string, max: number, onPage: PageSink, call?: CallOptions): Promise<StreamOutcome>;
+  /**
+   * The repository's most recently updated closed pull requests (`state=closed&sort=updated&direction=desc`, one page of
+   * RECENTLY_CLOSED_PAGE): one conditional request; `notModified` when the forge answered 304 (nothing closed or changed since
+   * the last answer, no rate limit spent). Items keep RECENTLY_CLOSED_PULLS' fields; the caller validates them.
+   */
+  listRecentlyClosedPullRequests(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<{ readonly notModified: boolean; readonly items: unknown }>;
   getRepository(installationId: number, owner: string, repo: string, call?: CallOptions): Promise<pulls.RepositoryInfo>;
   getPullRequest(installationId: number, owner: string, repo: string, number: number, call?: CallOptions): Promise<pulls.PullRequestDetails>;
   listOpenPullRequests(installationId: number, owner: string, repo: string, filter?: { base?: string; max?: number }, call?: CallOptions): ReturnType<typeof pulls.listOpenPullRequests>;
@@ -105,6 +125,10 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     streamOpenPullRequestItems: (installationId, owner, repo, max, onPage, call) => streamAll((params, c) => t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", params, c), {
       route: "GET /repos/{owner}/{repo}/pulls", params: { owner, repo, state: "open" }, maxItems: max, key: (item) => (item as Json | null)?.number,
     }, onPage, { ...call, keptAs: RECONCILER_PULLS }),
+    listRecentlyClosedPullRequests: async (installationId, owner, repo, call) => {
+      const response = await t.installation(installationId, "GET /repos/{owner}/{repo}/pulls", { owner, repo, state: "closed", sort: "updated", direction: "desc", per_page: RECENTLY_CLOSED_PAGE }, { ...call, keptAs: RECENTLY_CLOSED_PULLS });
+      return { notModified: response.revalidated === true, items: response.data };
+    },
     getRepository: (installationId, owner, repo, call) => pulls.getRepository(t, installationId, owner, repo, call),
     getPullRequest: (installationId, owner, repo, number, call) => pulls.getPullRequest(t, installationId, owner, repo, number, call),
     listOpenPullRequests: (installationId, owner, repo, filter, call) => pulls.listOpenPullRequests(t, installationId, owner, repo, filter, call),

@@ -1,11 +1,15 @@
 import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
-  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, pruneDeliveryBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork, readEvaluations, renewElectionLease, type RepositoryRef,
-  type SeenEvaluation, type Store,
+  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
+  readEvaluations, readHistoryStart, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store,
 } from "../store/index.ts";
+import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { DEFAULT_DECISION_RETENTION_DAYS } from "../records/schema.ts";
+import { reportUnapprovedMerge } from "../records/unapproved.ts";
 import { dueReason } from "./sweep.ts";
-import { type OpenPullItem, type RejectionReason, type Validated, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
+import { type OpenPullItem, type RejectionReason, type Validated, validateClosedPullRequests, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
 /**
  * One reconciliation attempt (spec "Reconciliation attempt"):
@@ -23,16 +27,26 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateInstal
  *   most MAX_RECONCILE_PULL_REQUESTS in the installation), and for each page: validate it whole, read its pull requests'
  *   recorded evaluations, keep those that may have changed since (sweep.ts: new, another head, base commit or updated_at,
  *   or their full-sweep slot came round), queue their missing work in a transaction that renews the lease, then ask for the
- *   next page. A gap, a rejected page or a database error marks the attempt partial and the scan goes on with the next
+ *   next page; then recover the repository's missed merges (below). A gap, a rejected page or a database error marks the attempt partial and the scan goes on with the next
  *   repository or installation; a lost lease or a shutdown marks it partial and stops the scan. Work queued before either
  *   stays durable (a queued evaluation reads its pull request itself, so work from the pages before a break is sound).
  *     ▼
  *   success only when nothing was marked partial.
+ *
+ * Merge recovery (DESIGN 3.10): per repository scanned, one conditional request for its most recently updated closed pull
+ * requests (one page of 100). A 304 costs nothing more (no rate limit, no statement). Otherwise every merge on that page
+ * merged within MERGE_RECOVERY_WINDOW_MS, and not before this database kept decision records, is recorded in one
+ * lease-fenced transaction; a merge recorded already (its `closed` delivery came) is left as it is, and one recorded now is
+ * `recovered` and reported like a delivered one when unapproved. A merge missed longer ago, or pushed off that page by 100
+ * later closed pull requests before a scan, is not recovered (Residual risks).
  */
 export type AttemptResult = "success" | "partial" | "failure" | "unelected";
 
 /** Only the listings the reconciler needs, so tests can hand it a fake forge. */
-export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "streamOpenPullRequestItems">;
+export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "streamOpenPullRequestItems" | "listRecentlyClosedPullRequests">;
+
+/** How far back the reconciler recovers missed merges (by their merge time): a week of scans that could not run. */
+export const MERGE_RECOVERY_WINDOW_MS = 7 * 86_400_000;
 
 /**
  * Open pull requests listed per installation by the reconciler (DESIGN 3.6, 3.9; one page is 100 items): a repository is
@@ -50,6 +64,8 @@ export type AttemptDeps = {
   readonly organizationPolicyRepository: string;
   /** Called after a transaction queued new work (the in-process worker wakes at once). */
   readonly onQueued?: () => void;
+  /** Counts recovered unapproved merges (service_unapproved_merges_total). */
+  readonly metrics?: Pick<Metrics, "unapprovedMerges">;
 };
 
 export type AttemptSettings = {
@@ -57,6 +73,8 @@ export type AttemptSettings = {
   readonly retentionMs: number;
   /** SERVICE_RECONCILE_FULL_SWEEP_HOURS: every open pull request is evaluated again at least once per this period. */
   readonly fullSweepMs: number;
+  /** SERVICE_DECISION_RETENTION_DAYS: decision and merge records older than this are pruned (default 400 days). */
+  readonly decisionRetentionMs?: number;
 };
 
 export type AttemptReport = {
@@ -70,6 +88,8 @@ export type AttemptReport = {
   readonly unchanged: number;
   readonly queued: number;
   readonly pruned: number;
+  /** Merges whose `closed` delivery was missed, recorded from the recently closed pull requests. */
+  readonly mergesRecovered: number;
 };
 
 /** What stops one repository's listing and marks the attempt partial (a fixed code; `fields` never carry forge values). */
@@ -94,7 +114,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   const { store, forge, log } = deps;
   const now = () => deps.clock.now();
   const problems: string[] = [];
-  const counts = { installations: 0, repositories: 0, pullRequests: 0, unchanged: 0, queued: 0, pruned: 0 };
+  const counts = { installations: 0, repositories: 0, pullRequests: 0, unchanged: 0, queued: 0, pruned: 0, mergesRecovered: 0 };
   const report = (result: AttemptResult): AttemptReport => ({ result, problems, ...counts });
   const problem = (code: string, fields: Record<string, unknown> = {}) => {
     if (!problems.includes(code)) problems.push(code);
@@ -204,6 +224,48 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     return listed;
   };
 
+  /** The earliest merge time recovered: the window, and not before this database kept decision records (null: no recovery). */
+  let recoverSince: number | null = null;
+  /** One repository's missed merges (see above). A failure marks the attempt partial; a lost lease or a shutdown is thrown. */
+  const recoverMerges = async (ref: RepositoryRef): Promise<void> => {
+    if (recoverSince === null) return;
+    const where = { installation: ref.installationId, repository: ref.repositoryId };
+    let answer: Awaited<ReturnType<ReconcileForge["listRecentlyClosedPullRequests"]>>;
+    try {
+      answer = await forge.listRecentlyClosedPullRequests(ref.installationId, ref.owner, ref.name, call);
+    } catch (error) {
+      interrupted();
+      problem("closed_pull_requests_unavailable", { ...where, kind: (error as { kind?: string }).kind ?? "unknown" });
+      return;
+    }
+    interrupted();
+    if (answer.notModified) return;
+    const page = validateClosedPullRequests(answer.items, RECENTLY_CLOSED_PAGE);
+    if (page.kind === "rejected") {
+      problem(page.reason, where);
+      return;
+    }
+    const since = recoverSince;
+    const merges: MergeInput[] = page.items.flatMap((pull) => pull.merge !== null && pull.merge.mergedAtMs !== null && pull.merge.mergedAtMs >= since ? [{
+      installationId: ref.installationId, repositoryId: ref.repositoryId, repositoryFullName: `${ref.owner}/${ref.name}`, pullNumber: pull.number, headSha: pull.headSha,
+      mergeCommitSha: pull.merge.mergeCommitSha, mergedBy: pull.merge.mergedBy, mergedAtMs: pull.merge.mergedAtMs, recovered: true, now: now(),
+    }] : []);
+    if (merges.length === 0) return;
+    let recorded;
+    try {
+      recorded = await store.execute(() => recordRecoveredMerges(settings.lease, merges, now()));
+    } catch (error) {
+      problem("queue_failed", { ...where, code: errorCode(error) });
+      return;
+    }
+    if (recorded === null) throw new Stop("lease_lost");
+    counts.mergesRecovered += recorded.length;
+    for (const merge of recorded) {
+      if (merge.unapproved && deps.metrics) reportUnapprovedMerge({ metrics: deps.metrics, log }, { installationId: ref.installationId, repositoryId: ref.repositoryId, pullNumber: merge.pullNumber, headSha: merge.headSha, record: merge.id, recovered: true });
+    }
+    if (recorded.length > 0) log.info({ ...where, recovered: recorded.length }, "reconciliation recovered merges whose closed delivery was missed");
+  };
+
   /** One validated page: its index rows, its recorded evaluations, then its due pull requests queued. */
   const scanPage = async (ref: RepositoryRef, listing: IndexListing, items: readonly OpenPullItem[]): Promise<{ unchanged: number; queued: number; kept: number }> => {
     // Every page of a listing is upserted into the open-pull-request index under the listing's ID before its work is queued.
@@ -241,6 +303,12 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
 
   try {
     counts.pruned = await prune(deps, settings, interrupted);
+    try {
+      const start = await store.execute(() => readHistoryStart());
+      recoverSince = start === null ? null : Math.max(start, now() - MERGE_RECOVERY_WINDOW_MS);
+    } catch (error) {
+      problem("queue_failed", { code: errorCode(error) });
+    }
 
     const listed = await forge.listInstallations(call);
     interrupted();
@@ -271,6 +339,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
         const listed = await scanRepository(ref, MAX_RECONCILE_PULL_REQUESTS - listedInInstallation);
         listedInInstallation += listed;
+        await recoverMerges(ref);
       }
     }
   } catch (error) {
@@ -297,6 +366,9 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: 
   const delivered = await pruneBatches(deps, interrupted, "expired delivery IDs", () => pruneDeliveryBatch(settings.lease, cutoff, now()));
   const horizon = now() - 2 * settings.fullSweepMs;
   await pruneBatches(deps, interrupted, "stale published-state records", () => prunePublishedBatch(settings.lease, { evaluationCutoffMs: horizon, checkCutoffMs: horizon }, now()));
+  // Decision and merge records past SERVICE_DECISION_RETENTION_DAYS (DESIGN 3.10).
+  const kept = settings.decisionRetentionMs ?? DEFAULT_DECISION_RETENTION_DAYS * 86_400_000;
+  await pruneBatches(deps, interrupted, "expired decision and merge records", () => pruneHistory(settings.lease, now() - kept, now()));
   // Index rows no complete listing renewed for as long: a repository no longer listed (DESIGN 3.9).
   await pruneBatches(deps, interrupted, "stale open-pull-request index rows", () => pruneIndexBatch(settings.lease, horizon, now()));
   return delivered;

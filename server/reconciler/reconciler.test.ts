@@ -2,9 +2,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
 import {
-  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, readEvaluations, recordEvaluation, releaseElectionLease, renewElectionLease, run,
-  type Store,
+  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, readEvaluations, recordEvaluation, recordMerge, recordPendingDecision, releaseElectionLease,
+  renewElectionLease, run, type Store,
 } from "../store/index.ts";
+import { sampleDecisionBody } from "../records/fixtures.ts";
 import { MAX_RECONCILE_PULL_REQUESTS, RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
 import { latestSlotMs, sweepOffsetMs } from "./sweep.ts";
@@ -45,13 +46,13 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     return store;
   }
 
-  function make(store: Store, forge: ReconcileForge, options: { clock?: ReturnType<typeof manualClock>; owner?: string; onQueued?: () => void; fullSweepMs?: number } = {}) {
+  function make(store: Store, forge: ReconcileForge, options: { clock?: ReturnType<typeof manualClock>; owner?: string; onQueued?: () => void; fullSweepMs?: number; decisionRetentionMs?: number } = {}) {
     const clock = options.clock ?? manualClock();
     const captured = captureLog();
     const m = reconcileMetrics();
     const reconciler = createReconciler(
       { store, forge, log: captured.log, metrics: m.metrics, clock, organizationPolicyRepository: ".forge", ...(options.owner ? { owner: options.owner } : {}), ...(options.onQueued ? { onQueued: options.onQueued } : {}) },
-      { intervalMs: INTERVAL_MS, retentionMs: RETENTION_MS, ...(options.fullSweepMs ? { fullSweepMs: options.fullSweepMs } : {}) },
+      { intervalMs: INTERVAL_MS, retentionMs: RETENTION_MS, ...(options.fullSweepMs ? { fullSweepMs: options.fullSweepMs } : {}), ...(options.decisionRetentionMs ? { decisionRetentionMs: options.decisionRetentionMs } : {}) },
     );
     reconcilers.push(reconciler);
     return { reconciler, clock, ...captured, ...m };
@@ -195,7 +196,7 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     });
     const t = make(store, forge);
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", installations: 1, repositories: 1 });
-    expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web"]);
+    expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web", "closed:1:acme/web"]);
   });
 
   // Each malformed response: its fixed reason code in the log (never the value), the attempt's result, and no work.
@@ -363,8 +364,8 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const forge = scriptedForge({ repositories: () => whole([repositoryItem(10, "web"), repositoryItem(11, "api")]) });
     const t = make(store, forge);
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
-    expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web", "pulls:1:acme/api"]);
-    expect(forge.priorities).toEqual(["background", "background", "background", "background"]);
+    expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web", "closed:1:acme/web", "pulls:1:acme/api", "closed:1:acme/api"]);
+    expect(forge.priorities).toEqual(["background", "background", "background", "background", "background", "background"]);
   });
 
   test("concurrent elections on one database elect exactly one owner", async () => {
@@ -588,6 +589,35 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pruned: 2_345 });
     const left = await store.execute(() => all<{ delivery_id: string }>("select delivery_id from webhook_deliveries order by received_at_ms"));
     expect(left.map((r) => r.delivery_id)).toEqual(["at-cutoff", "just-inside", "recent", "now"]);
+  });
+
+  test("pruning removes the decision and merge records older than the decision retention, and no newer one", async () => {
+    const store = await setup();
+    const DAY = 86_400_000;
+    const t = make(store, scriptedForge({ installations: () => whole([]) }), { decisionRetentionMs: 30 * DAY });
+    const now = t.clock.now();
+    const cutoff = now - 30 * DAY;
+    const times = [cutoff - DAY, cutoff - 1, cutoff, now];
+    for (const [i, at] of times.entries()) {
+      await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(at).toISOString() }), sharedGeneration: i, digest: "d", token: null }));
+      await store.execute(() => recordMerge({ installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: i + 1, headSha: HEAD_A, mergeCommitSha: null, mergedBy: null, mergedAtMs: at, recovered: false, now: at }));
+    }
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    const decisions = await store.execute(() => all<{ published_at_ms: number }>("select published_at_ms from decision_records order by published_at_ms"));
+    const merges = await store.execute(() => all<{ recorded_at_ms: number }>("select recorded_at_ms from merge_records order by recorded_at_ms"));
+    expect(decisions.map((r) => Number(r.published_at_ms))).toEqual([cutoff, now]);
+    expect(merges.map((r) => Number(r.recorded_at_ms))).toEqual([cutoff, now]);
+  });
+
+  test("without a decision retention given, records are kept the default 400 days", async () => {
+    const store = await setup();
+    const t = make(store, scriptedForge({ installations: () => whole([]) }));
+    const now = t.clock.now();
+    for (const [i, days] of [401, 399].entries()) {
+      await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(now - days * 86_400_000).toISOString() }), sharedGeneration: i, digest: "d", token: null }));
+    }
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect(await store.execute(() => all("select id from decision_records"))).toHaveLength(1);
   });
 
   test("a process that is not elected prunes nothing", async () => {

@@ -36,6 +36,8 @@ export type ReconcilerOptions = {
   readonly retentionMs: number;
   /** SERVICE_RECONCILE_FULL_SWEEP_HOURS in milliseconds (default 24 hours): the rolling full sweep's period (sweep.ts). */
   readonly fullSweepMs?: number;
+  /** SERVICE_DECISION_RETENTION_DAYS in milliseconds (default 400 days): decision and merge records older are pruned. */
+  readonly decisionRetentionMs?: number;
   readonly leaseTtlMs?: number;
 };
 
@@ -63,7 +65,7 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
   let controller = new AbortController();
 
   async function attempt(): Promise<AttemptReport> {
-    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs }, controller.signal);
+    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs, ...(options.decisionRetentionMs !== undefined ? { decisionRetentionMs: options.decisionRetentionMs } : {}) }, controller.signal);
     if (report.result === "unelected") return report;
     deps.metrics.reconciliations.inc({ result: report.result });
     const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, unchanged: report.unchanged, queued: report.queued, pruned: report.pruned };

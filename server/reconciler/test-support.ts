@@ -46,6 +46,8 @@ export type ForgeScript = {
   installations: () => ListResult | Promise<ListResult>;
   repositories: (installationId: number) => ListResult | Promise<ListResult>;
   pulls: (installationId: number, owner: string, repo: string) => ListResult | Promise<ListResult>;
+  /** Recently closed pull requests (the merge recovery); default: nothing changed since the last answer (a 304). */
+  closed: (installationId: number, owner: string, repo: string) => { notModified: boolean; items: unknown } | Promise<{ notModified: boolean; items: unknown }>;
 };
 
 export const whole = (items: unknown): ListResult => ({ complete: true, items: items as unknown[] });
@@ -71,6 +73,10 @@ export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { 
     async listInstallationRepositories(installationId, options) {
       record(`repositories:${installationId}`, options);
       return (script.repositories ?? (() => whole([repositoryItem(10, "web")])))(installationId);
+    },
+    async listRecentlyClosedPullRequests(installationId, owner, repo, options) {
+      record(`closed:${installationId}:${owner}/${repo}`, options);
+      return (script.closed ?? (() => ({ notModified: true, items: null })))(installationId, owner, repo);
     },
     // The scripted list is told in pages of 100, like the forge's (a gap tells nothing), each awaited before the next.
     async streamOpenPullRequestItems(installationId, owner, repo, max, onPage, options) {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { HEAD_A, HEAD_B, installationItem, pullItem, repositoryItem } from "./test-support.ts";
-import { isZonedTimestamp, type RejectionReason, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
+import { isZonedTimestamp, type RejectionReason, validateClosedPullRequests, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
 const rejected = (reason: RejectionReason) => ({ kind: "rejected" as const, reason });
 
@@ -92,5 +92,27 @@ describe("reconciliation input validation (spec \"Reconciliation attempt\")", ()
   test("one bad item rejects the whole list", () => {
     const result = validateInstallations([installationItem(1), installationItem(2), { ...installationItem(3), id: "3" }]);
     expect(result.kind).toBe("rejected");
+  });
+});
+
+describe("recently closed pull requests (the merge recovery)", () => {
+  const closed = (number: number, extra: Record<string, unknown> = {}) => ({ number, head: { sha: "a".repeat(40) }, merged_at: null, merge_commit_sha: null, ...extra });
+  test("a merged one carries its merge; an unmerged one none; malformed merge facts are null, not a rejection", () => {
+    const page = validateClosedPullRequests([
+      closed(1, { merged_at: "2026-11-20T10:00:00Z", merge_commit_sha: "b".repeat(40) }),
+      closed(2),
+      closed(3, { merged_at: "2026-11-20T10:00:00Z", merge_commit_sha: "nope" }),
+    ], 100);
+    expect(page).toEqual({ kind: "valid", items: [
+      { number: 1, headSha: "a".repeat(40), merge: { mergeCommitSha: "b".repeat(40), mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
+      { number: 2, headSha: "a".repeat(40), merge: null },
+      { number: 3, headSha: "a".repeat(40), merge: { mergeCommitSha: null, mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
+    ] });
+  });
+  test("a page over its size, not a list, or with a bad number or head is rejected whole", () => {
+    expect(validateClosedPullRequests(Array.from({ length: 101 }, (_, i) => closed(i + 1)), 100)).toEqual({ kind: "rejected", reason: "pull_requests_not_list" });
+    expect(validateClosedPullRequests({ items: [] }, 100)).toEqual({ kind: "rejected", reason: "pull_requests_not_list" });
+    expect(validateClosedPullRequests([closed(1), closed(0)], 100)).toEqual({ kind: "rejected", reason: "pull_request_number_invalid" });
+    expect(validateClosedPullRequests([closed(1, { head: { sha: "x" } })], 100)).toEqual({ kind: "rejected", reason: "pull_request_head_sha_invalid" });
   });
 });

@@ -1,4 +1,5 @@
 import { isZonedTimestamp, zonedTimestampMs } from "../forge/validate.ts";
+import { type MergeFacts, mergeFactsOf } from "../ingress/event-mapping.ts";
 
 /**
  * Reconciliation input validation (spec "Reconciliation attempt"): installation IDs and pull-request numbers are positive JSON
@@ -106,5 +107,23 @@ export function validateOpenPullRequests(items: unknown): Validated<OpenPullItem
     const baseSha = isObject(item.base) && isCommitId(item.base.sha) ? item.base.sha : null;
     const baseRef = isObject(item.base) && typeof item.base.ref === "string" && item.base.ref !== "" ? item.base.ref : null;
     return { number: item.number, headSha: item.head.sha, baseSha, baseRef, updatedAtMs: zonedTimestampMs(item.updated_at) };
+  });
+}
+
+/** A recently closed pull request: its head, and its merge when it was merged (the listing names no merger: `mergedBy` null). */
+export type ClosedPullItem = { readonly number: number; readonly headSha: string; readonly merge: MergeFacts | null };
+
+/**
+ * GET /repos/{owner}/{repo}/pulls?state=closed&sort=updated&direction=desc (the merge recovery, DESIGN 3.10): one page of at
+ * most `max` items, validated whole as the open ones are. Merge facts that are not of their documented form are null, as a
+ * delivery's are (event-mapping.ts).
+ */
+export function validateClosedPullRequests(items: unknown, max: number): Validated<ClosedPullItem> {
+  if (Array.isArray(items) && items.length > max) return { kind: "rejected", reason: "pull_requests_not_list" };
+  return validateList(items, "pull_requests_not_list", "pull_request_not_object", (item) => {
+    if (!isPositiveInteger(item.number)) return "pull_request_number_invalid";
+    if (!isObject(item.head)) return "pull_request_head_invalid";
+    if (!isCommitId(item.head.sha)) return "pull_request_head_sha_invalid";
+    return { number: item.number, headSha: item.head.sha, merge: mergeFactsOf(item) };
   });
 }

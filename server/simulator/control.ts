@@ -197,7 +197,7 @@ export class SimulatorControl {
    * Merges an open pull request as `by` (a merge commit on its base branch whose tree is the head's), closes it and sends
    * pull_request `closed` with `merged: true` (no push event for the base branch: nothing here needs one).
    */
-  async mergePullRequest(args: { owner: string; repo: string; number: number; by: string }): Promise<PullRequest> {
+  async mergePullRequest(args: { owner: string; repo: string; number: number; by: string; /** ISO 8601; the simulator's clock by default. */ at?: string }): Promise<PullRequest> {
     const repo = this.mustRepo(args.owner, args.repo);
     const pr = this.mustPull(args.owner, args.repo, args.number);
     if (pr.state !== "open") throw new ControlError(405, "pull request is not open");
@@ -208,7 +208,7 @@ export class SimulatorControl {
     const changes: Record<string, string | null> = {};
     for (const path of this.state.commits.get(baseTip)!.tree.keys()) if (!headTree.has(path)) changes[path] = null;
     for (const [path, blob] of headTree) changes[path] = new TextDecoder().decode(this.state.blobs.get(blob));
-    const at = this.now();
+    const at = args.at ?? this.now();
     const merge = makeCommit(this.state, baseTip, changes, `Merge pull request #${pr.number}`, at);
     repo.branches.set(pr.baseRef, merge.sha);
     pr.state = "closed";

@@ -1,5 +1,5 @@
 import { type DecisionRecordBody, encodeRecordBody } from "../../records/codec.ts";
-import { batch, dialect, lone, type Op, type Query, query, run } from "../op.ts";
+import { batch, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
 import { BEGIN_CHECK_WRITE_SQL, REMEMBER_HEAD_CHECK_SQL, rememberHeadCheckParams, SETTLE_CHECK_DIGEST_SQL } from "./published-ops.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 
@@ -137,7 +137,7 @@ export type MergeInput = {
 };
 
 /** A merge record just written: its ID and whether it is an unapproved merge. Null from recordMerge: it was recorded already. */
-export type RecordedMerge = { readonly id: number; readonly unapproved: boolean };
+export type RecordedMerge = { readonly id: number; readonly pullNumber: number; readonly headSha: string; readonly unapproved: boolean };
 
 /**
  * The merge record's insert as one statement, for an acceptance to send in its own batch (ops/ingress-ops.ts). It names the
@@ -160,7 +160,7 @@ export function mergeRecordQuery(input: MergeInput): Query {
      ) d on 1 = 1
      where true
      on conflict (repository_id, pull_number, head_sha) do nothing
-     returning id, unapproved`,
+     returning id, pull_number, head_sha, unapproved`,
     input.installationId, input.repositoryId, input.repositoryFullName, input.pullNumber, input.headSha, input.mergeCommitSha,
     input.mergedBy?.id ?? null, input.mergedBy?.login ?? null, input.mergedAtMs, input.recovered, input.now,
   );
@@ -169,8 +169,8 @@ export function mergeRecordQuery(input: MergeInput): Query {
 /** What mergeRecordQuery's result row says (null: recorded already). */
 export function recordedMergeOf(row: unknown): RecordedMerge | null {
   if (row === null || row === undefined) return null;
-  const { id, unapproved } = row as { id: number | string | bigint; unapproved: boolean | number };
-  return { id: Number(id), unapproved: unapproved === true || Number(unapproved) === 1 };
+  const { id, pull_number, head_sha, unapproved } = row as { id: number | string | bigint; pull_number: number; head_sha: string; unapproved: boolean | number };
+  return { id: Number(id), pullNumber: Number(pull_number), headSha: head_sha, unapproved: unapproved === true || Number(unapproved) === 1 };
 }
 
 /** Writes a merge record alone (the reconciler's recovery, tests); null when the merge was recorded already. */
@@ -209,4 +209,13 @@ export function* pruneHistory(lease: ElectionLease, cutoffMs: number, now: numbe
     cutoffMs, batchSize,
   );
   return decisions + merges;
+}
+
+/**
+ * When this database began keeping decision records (migration 0008 applied), epoch milliseconds; null when unknown. The
+ * reconciler recovers no merge from before it: no record could have approved it, and calling it unapproved would be noise.
+ */
+export function* readHistoryStart(): Op<number | null> {
+  const row = yield* one<{ applied_at_ms: number | string }>("select applied_at_ms from service_migrations where version = 8");
+  return row === null ? null : Number(row.applied_at_ms);
 }

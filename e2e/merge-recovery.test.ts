@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS } from "./support/databases.ts";
+import { type ReconcilerRig, startReconcilerRig, stopReconcilerRig } from "./support/forge-rig.ts";
+import { all } from "../server/store/index.ts";
+
+/**
+ * Merges whose `closed` delivery was lost are recovered by the reconciler from the recently closed pull requests (DESIGN 3.10,
+ * issue 28 item 2), against the forge simulator with the real worker, on both backends. The rig delivers no webhook at all.
+ */
+type MergeRow = { pull_number: number; head_sha: string; merge_commit_sha: string | null; decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; recovered: unknown };
+const truth = (value: unknown) => value === true || Number(value) === 1;
+
+async function waitForConfirmedRecord(rig: ReconcilerRig, headSha: string, conclusion: string, timeoutMs = 20_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await rig.store.execute(() => all<{ id: number }>("select id from decision_records where head_sha = $1 and conclusion = $2 and confirmed_at_ms is not null", headSha, conclusion));
+    if (rows.length > 0) return Number(rows.at(-1)!.id);
+    if (Date.now() > deadline) throw new Error(`no confirmed ${conclusion} record on ${headSha.slice(0, 8)}\n${rig.logs.slice(-10).join("")}`);
+    await Bun.sleep(25);
+  }
+}
+
+describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
+  let rig: ReconcilerRig | undefined;
+  afterEach(async () => {
+    if (rig) await stopReconcilerRig(rig);
+    rig = undefined;
+  });
+  const merges = () => rig!.store.execute(() => all<MergeRow>("select pull_number, head_sha, merge_commit_sha, decision_id, decision_conclusion, unapproved, recovered from merge_records order by id"));
+  const unapprovedCount = async () => (await rig!.metrics.unapprovedMerges.get()).values.reduce((sum, v) => sum + v.value, 0);
+
+  test("a merge whose webhook was lost is recovered by the next scan and counted unapproved when its head had no success; nothing more while nothing changed", async () => {
+    rig = await startReconcilerRig(backend, []);
+    const { sim, scenario } = rig;
+    expect((await rig.reconciler.runOnce()).result).toBe("success");
+    const failure = await waitForConfirmedRecord(rig, scenario.headSha, "failure");
+    const merged = await sim.control.mergePullRequest({ owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber, by: "bob", at: new Date().toISOString() });
+
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", problems: [], mergesRecovered: 1 });
+    const rows = await merges();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ pull_number: scenario.pullNumber, head_sha: scenario.headSha, merge_commit_sha: merged.merged!.commitSha, decision_conclusion: "failure" });
+    expect([Number(rows[0]!.decision_id), truth(rows[0]!.unapproved), truth(rows[0]!.recovered)]).toEqual([failure, true, true]);
+    expect(await unapprovedCount()).toBe(1);
+    expect(rig.logs.filter((line) => line.includes("unapproved merge"))).toHaveLength(1);
+
+    // Nothing closed since: the recently closed pull requests answer 304, and nothing is recorded or counted again.
+    const from = sim.requests.length;
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", mergesRecovered: 0 });
+    const closedListings = sim.requests.slice(from).filter((r) => r.path === `/repos/${scenario.org}/${scenario.repo}/pulls` && r.query?.includes("state=closed"));
+    expect(closedListings.map((r) => r.status)).toEqual([304]);
+    expect(await merges()).toHaveLength(1);
+    expect(await unapprovedCount()).toBe(1);
+  }, 60_000);
+
+  test("a recovered merge whose head had a confirmed success is not unapproved; a merge from before records were kept is not recovered", async () => {
+    rig = await startReconcilerRig(backend, ["alice", "bob"]);
+    const { sim, scenario } = rig;
+    // Merged long ago (before this database kept decision records): no record could have approved it, so it is left alone.
+    await sim.control.commit({ owner: scenario.org, repo: scenario.repo, branch: "old", files: { "src/old.ts": "export {};\n" }, sender: "erin" });
+    const old = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "old", author: "erin" });
+    await sim.control.mergePullRequest({ owner: scenario.org, repo: scenario.repo, number: old.number, by: "bob", at: "2026-01-02T00:00:00Z" });
+    expect((await rig.reconciler.runOnce()).result).toBe("success");
+    const success = await waitForConfirmedRecord(rig, scenario.headSha, "success");
+    await sim.control.mergePullRequest({ owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber, by: "bob", at: new Date().toISOString() });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", mergesRecovered: 1 });
+    const rows = await merges();
+    expect(rows.map((r) => [r.pull_number, Number(r.decision_id), r.decision_conclusion, truth(r.unapproved)])).toEqual([[scenario.pullNumber, success, "success", false]]);
+    expect(await unapprovedCount()).toBe(0);
+  }, 60_000);
+});
