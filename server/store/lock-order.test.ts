@@ -4,8 +4,9 @@ import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, indexListingComplete, indexListingPage,
   markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
-  settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout,
+  settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout, confirmDecision, type PendingCheckWrite, pruneHistory, recordPendingDecision, recordRecoveredMerges,
 } from "./index.ts";
+import { sampleDecisionBody } from "../records/fixtures.ts";
 
 /**
  * The store's single lock order (server/store/store.ts) keeps the operations that touch several of deliveries,
@@ -16,6 +17,9 @@ import {
 const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
 const HEADS = Array.from({ length: 3 }, (_, i) => (i + 1).toString(16).repeat(40));
 const PULLS = Array.from({ length: 9 }, (_, i) => ({ number: i + 1, headSha: HEADS[i % HEADS.length]! }));
+
+const recordBody = (pull: { number: number; headSha: string }, n: number) =>
+  sampleDecisionBody({ installation_id: repo.installationId, repository: { id: repo.repositoryId, full_name: "acme/web" }, pull_request: pull.number, head_sha: pull.headSha, published_at: new Date(1_000 + n).toISOString() });
 
 /** A deterministic shuffle, so each run mixes the same operations in many orders. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -81,6 +85,23 @@ function round(store: Store, n: number): Promise<unknown>[] {
     })(),
     store.execute(() => beginCheckWrite(repo.repositoryId, pull.headSha, `pending:${n}`, now)),
     store.execute(() => settleCheckDigest({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:${n}`, digest: "D", generation: 1, now })),
+    // Decision records (7a) ride on the token's write and the settle; a merged close reads them and writes its merge record
+    // (8) after its acceptance; the reconciler recovers merges and prunes records after its lease (1).
+    store.execute(() => recordPendingDecision({ body: recordBody(pull, n), sharedGeneration: n % 3, digest: "D", token: `pending:r${n}` }, { kind: n % 2 === 0 ? "begin" : "remember", checkRunId: n, now } as PendingCheckWrite)),
+    store.execute(() => confirmDecision({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:r${n}`, now, settle: { digest: "D", generation: 1 } })),
+    store.execute(() => acceptDirectTrigger({
+      ...repo, deliveryId: `m${n}`, event: "pull_request", action: "closed", pullNumber: pull.number, headSha: pull.headSha, now, index: { kind: "delete" },
+      merge: { repositoryFullName: "acme/web", mergeCommitSha: null, mergedBy: null, mergedAtMs: now },
+    })),
+    store.execute(function* () {
+      yield* acquireElectionLease(lease, now);
+      const merges = shuffled(PULLS, n + 13).slice(0, 3).map((p) => ({ installationId: repo.installationId, repositoryId: repo.repositoryId, repositoryFullName: "acme/web", pullNumber: p.number, headSha: p.headSha, mergeCommitSha: null, mergedBy: null, mergedAtMs: now, recovered: true, now }));
+      return yield* recordRecoveredMerges(lease, merges, now);
+    }),
+    store.execute(function* () {
+      yield* acquireElectionLease(lease, now);
+      return yield* pruneHistory(lease, now - 3, now);
+    }),
     store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),
     store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, authoritySubjects: `user:u${n}\n`, now })),
     store.execute(function* () {
