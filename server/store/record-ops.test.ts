@@ -101,11 +101,31 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     await confirm("pending:4");
     expect(await store.execute(() => recordMerge(merge({ pullNumber: 1 })))).toMatchObject({ unapproved: false });
     expect(await store.execute(() => recordMerge(merge({ pullNumber: 2 })))).toMatchObject({ unapproved: true });
-    expect(await store.execute(() => recordMerge(merge({ pullNumber: 3, recovered: true })))).toMatchObject({ unapproved: true });
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 3, recovered: true, mergedAtMs: Date.parse("2026-11-02T00:00:00Z") })))).toMatchObject({ unapproved: true });
     const ids = (await records()).map((r) => Number(r.id));
     const rows = await merges();
     expect(rows.map((r) => [Number(r.decision_id), r.decision_conclusion, truth(r.unapproved)])).toEqual([[ids[0], "success", false], [ids[1], "success", true], [ids[3], "failure", true]]);
     expect(truth(rows[2]!.recovered)).toBe(true);
+  });
+
+  test("a recovered merge is judged by the records published before it merged, not by a later evaluation of the closed pull request", async () => {
+    await open();
+    const at = (ms: number) => new Date(ms).toISOString();
+    const decide = (pull: number, conclusion: "success" | "failure", publishedMs: number, token: string) =>
+      store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ pull_request: pull, conclusion, published_at: at(publishedMs) }), sharedGeneration: publishedMs, digest: conclusion, token }, { kind: "remember", checkRunId: 901, now: 2 }));
+    const confirm = (token: string) => store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token, now: 3 }));
+    const MERGED = 10_000_000;
+    await decide(1, "failure", MERGED - 120_000, "t1");
+    await confirm("t1");
+    await decide(1, "success", MERGED + 300_000, "t2"); // after the merge
+    await confirm("t2");
+    await decide(2, "success", MERGED - 120_000, "t3");
+    await confirm("t3");
+    await decide(2, "failure", MERGED + 30_000, "t4"); // within the clocks' skew: counts as before
+    await confirm("t4");
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 1, mergedAtMs: MERGED, recovered: true })))).toMatchObject({ unapproved: true });
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 2, mergedAtMs: MERGED, recovered: true })))).toMatchObject({ unapproved: true });
+    expect((await merges()).map((r) => r.decision_conclusion)).toEqual(["failure", "failure"]);
   });
 
   test("the reconciler's recovered merges and its pruning are fenced by its lease; pruning removes only what is older than the cutoff", async () => {

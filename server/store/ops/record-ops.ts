@@ -142,7 +142,8 @@ export type RecordedMerge = { readonly id: number; readonly pullNumber: number; 
 /**
  * The merge record's insert as one statement, for an acceptance to send in its own batch (ops/ingress-ops.ts). It names the
  * newest decision record of the pull request on the head at merge; the merge is unapproved unless that record is a confirmed
- * `success` (an unconfirmed one may never have reached the forge, so it approved nothing anyone could see). Writes nothing
+ * `success` (an unconfirmed one may never have reached the forge, so it approved nothing anyone could see); a recovered merge
+ * only by the records published before its merge time. Writes nothing
  * when the merge is recorded already (redelivery, or the reconciler and the delivery both saw it): then it answers no row.
  * CAST rather than `::`: both dialects read it.
  */
@@ -156,15 +157,21 @@ export function mergeRecordQuery(input: MergeInput): Query {
        CAST($10 AS boolean), CAST($11 AS bigint)
      from (select 1 as here) one left join (
        select id, conclusion, confirmed_at_ms, break_glass from decision_records
-       where repository_id = $2 and head_sha = $5 and pull_number = $4 order by id desc limit 1
+       where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
      ) d on 1 = 1
      where true
      on conflict (repository_id, pull_number, head_sha) do nothing
      returning id, pull_number, head_sha, unapproved`,
     input.installationId, input.repositoryId, input.repositoryFullName, input.pullNumber, input.headSha, input.mergeCommitSha,
     input.mergedBy?.id ?? null, input.mergedBy?.login ?? null, input.mergedAtMs, input.recovered, input.now,
+    // A recovered merge is judged by the records published before it (give or take the clocks' skew): a closed pull request
+    // is evaluated again after its merge, and that later record must not decide whether the merge was approved.
+    input.recovered && input.mergedAtMs !== null ? input.mergedAtMs + MERGE_CLOCK_SKEW_MS : null,
   );
 }
+
+/** How far the forge's merge time and this service's record times may disagree (a recovered merge's judgement allows it). */
+export const MERGE_CLOCK_SKEW_MS = 60_000;
 
 /** What mergeRecordQuery's result row says (null: recorded already). */
 export function recordedMergeOf(row: unknown): RecordedMerge | null {
