@@ -39,15 +39,20 @@ export const RECONCILER_PULLS = {
   }),
 } as const;
 
-/** Only what the merge recovery reads of a recently closed pull request (DESIGN 3.10). */
-const CLOSED_PULL_FIELDS = ["number", "merged_at", "merge_commit_sha", "merged_by"] as const;
+/**
+ * Only what the merge recovery reads of a recently closed pull request (DESIGN 3.10), and only of merged ones (a closed pull
+ * request that was not merged has nothing to recover): the page is kept for conditional requests beside the reconciler's
+ * open pull requests (transport.ts CONDITIONAL_CACHE_BYTES), one per repository, so it must stay a few kilobytes at most.
+ */
+const CLOSED_PULL_FIELDS = ["number", "merged_at", "merge_commit_sha"] as const;
 export const RECENTLY_CLOSED_PULLS = {
   name: "recently-closed",
-  project: (data: unknown): unknown => !Array.isArray(data) ? data : data.map((item) => {
-    if (typeof item !== "object" || item === null || Array.isArray(item)) return item;
+  project: (data: unknown): unknown => !Array.isArray(data) ? data : data.flatMap((item) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) return [item];
+    if ((item as Json).merged_at === null || (item as Json).merged_at === undefined) return [];
     const kept = pick(item, CLOSED_PULL_FIELDS) as Json;
     if ("head" in item) kept.head = pick((item as Json).head, ["sha"]);
-    return kept;
+    return [kept];
   }),
 } as const;
 /** Recently closed pull requests asked for per repository and scan: one page, the forge's largest. */
