@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { evaluate } from "../evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../evaluation/evidence.ts";
 import {
-  approve, BASE_CODEOWNERS, BASE_ORGANIZATION_POLICY, baseEvidence, directoryFromPlan, ENABLED_POLICY, HEAD, review, USERS, withFiles, withReviews,
+  approve, BASE_CODEOWNERS, BASE_ORGANIZATION_POLICY, baseEvidence, directoryFromPlan, ENABLED_POLICY, HEAD, review, USERS, withFiles, withOrganizationPolicy, withReviews,
 } from "../evaluation/evidence-fixture.ts";
 import { buildDecisionRecord, type PublicationFacts, recordBytes } from "./build.ts";
 import { decodeRecordBody, encodeRecordBody } from "./codec.ts";
@@ -129,6 +129,32 @@ describe("decision records", () => {
     const body = buildDecisionRecord(evaluate(evidence, DEFAULT_EVALUATION_SETTINGS), evidence, facts);
     expect(body.summarised).not.toBeNull();
     expect(recordBytes(body)).toBeLessThanOrEqual(256 * 1024);
+  });
+
+  test("a break-glass override is recorded with its reviewer, team and reason, and stands in the sets it lifted as a break_glass approval", () => {
+    const ONCALL = { id: 30, login: "oncall", type: "User" } as const;
+    const base = withOrganizationPolicy(baseEvidence(), `${BASE_ORGANIZATION_POLICY}[break_glass]\nteams = ["sre"]\n`);
+    const teams = base.directory.teams;
+    const notOwner = (team: string) => ({ ...teams[team]!, memberships: { ...teams[team]!.memberships, oncall: { kind: "not_found" as const } } });
+    const reason = `prod is down ${"x".repeat(600)}`;
+    const request = { ...review(ONCALL, "APPROVED"), bodyFirstLine: `break-glass: ${reason}`, submittedAt: "2026-11-01T11:00:00Z" };
+    const evidence: Evidence = {
+      ...withReviews(base, request),
+      directory: { ...base.directory, teams: { "acme/core": notOwner("acme/core"), "acme/docs": notOwner("acme/docs"), "acme/sre": { memberships: { oncall: { kind: "found", value: { state: "active" } } } } } },
+    };
+    const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(decision.breakGlass).not.toBeNull();
+    const body = buildDecisionRecord(decision, evidence, facts);
+    expect(body.break_glass).toEqual({ review_id: request.id, reviewer_id: ONCALL.id, reviewer_login: "oncall", reason: decision.breakGlass!.reason.trim().slice(0, 500), team: decision.breakGlass!.team, unsatisfied_owner_sets: decision.breakGlass!.unsatisfiedOwnerSets });
+    expect(body.break_glass!.reason).toHaveLength(500);
+    const lifted = decision.breakGlass!.unsatisfiedOwnerSets;
+    expect(lifted.length).toBeGreaterThan(0);
+    for (const [index, set] of body.owner_sets.entries()) {
+      const standIn = set.satisfied_by.filter((approval) => approval.rule === "break_glass");
+      expect(standIn).toEqual(lifted.includes(index) ? [{ review_id: request.id, reviewer_id: ONCALL.id, reviewer_login: "oncall", commit_id: HEAD, submitted_at: "2026-11-01T11:00:00Z", rule: "break_glass", via: decision.breakGlass!.team }] : []);
+    }
+    // Without an override, nothing of it.
+    expect(buildDecisionRecord(evaluate(typical(), DEFAULT_EVALUATION_SETTINGS), typical(), facts).break_glass).toBeNull();
   });
 
   test("only a conclusive decision is recorded", () => {

@@ -1,12 +1,12 @@
 // The decision record builder (DESIGN 3.10, issue 28): a conclusive Decision, the Evidence it was reached on and the facts of
 // its publication become the record's body (schema.ts), bounded by MAX_RECORD_BYTES. Pure: no clock, store or forge; the
 // caller gives the time and the service's identity.
-import type { CountedApproval, Decision, OwnerSetResult } from "../evaluation/decision.ts";
+import type { BreakGlassOverride, CountedApproval, Decision, OwnerSetResult } from "../evaluation/decision.ts";
 import type { Evidence, FileRead } from "../evaluation/evidence.ts";
 import type { DecisionRecordBody } from "./codec.ts";
 import {
-  MAX_RECORD_BYTES, RECORD_SCHEMA_VERSION, type ApprovalRule, type RecordedApproval, type RecordedFile, type RecordedFileRead, type RecordedInputs,
-  type RecordedOwnerSet, type RecordedRepository,
+  MAX_RECORD_BYTES, RECORD_SCHEMA_VERSION, type ApprovalRule, type RecordedApproval, type RecordedBreakGlass, type RecordedFile, type RecordedFileRead,
+  type RecordedInputs, type RecordedOwnerSet, type RecordedRepository,
 } from "./schema.ts";
 
 /** What the publication knows beside the decision and its evidence. */
@@ -33,10 +33,30 @@ function approvalOf(counted: CountedApproval): RecordedApproval {
   };
 }
 
-function ownerSetOf(set: OwnerSetResult, withPaths: boolean): RecordedOwnerSet {
+/** Reasons are kept to this many characters (schema.ts RecordedBreakGlass). */
+const MAX_RECORDED_REASON_CHARS = 500;
+
+function breakGlassOf(override: BreakGlassOverride | null): RecordedBreakGlass | null {
+  if (override === null) return null;
+  return {
+    review_id: override.reviewId, reviewer_id: override.reviewerId, reviewer_login: override.reviewer,
+    reason: [...override.reason.trim()].slice(0, MAX_RECORDED_REASON_CHARS).join(""), team: override.team, unsatisfied_owner_sets: override.unsatisfiedOwnerSets,
+  };
+}
+
+/** The override as the approval that stood in for the owners of a set it lifted (rule `break_glass`, via its team). */
+function overrideApproval(override: BreakGlassOverride, evidence: Evidence): RecordedApproval {
+  const review = evidence.reviews.complete ? evidence.reviews.items.find((r) => r.id === override.reviewId) : undefined;
+  return {
+    review_id: override.reviewId, reviewer_id: override.reviewerId, reviewer_login: override.reviewer, commit_id: review?.commitId ?? null,
+    submitted_at: review?.submittedAt ?? null, rule: "break_glass", via: override.team,
+  };
+}
+
+function ownerSetOf(set: OwnerSetResult, withPaths: boolean, override: RecordedApproval | null): RecordedOwnerSet {
   return {
     patterns: set.patterns, owners: set.owners, required: set.required, approvals: set.approvals, status: set.status,
-    satisfied_by: set.counted.map(approvalOf), path_count: set.paths.length, paths: withPaths ? set.paths : [],
+    satisfied_by: [...set.counted.map(approvalOf), ...(override ? [override] : [])], path_count: set.paths.length, paths: withPaths ? set.paths : [],
   };
 }
 
@@ -75,6 +95,9 @@ export function buildDecisionRecord(decision: Decision, evidence: Evidence, fact
   const codeowners = decision.codeownersPath === null ? null : fileOf(evidence.codeowners[decision.codeownersPath as keyof Evidence["codeowners"]]);
   const organizationPolicy = fileOf(evidence.organizationPolicy);
   const orgRead = evidence.organizationPolicy;
+  const lifted = new Set(decision.breakGlass?.unsatisfiedOwnerSets ?? []);
+  const override = decision.breakGlass ? overrideApproval(decision.breakGlass, evidence) : null;
+  const ownerSets = (withPaths: boolean) => decision.ownerSets.map((set, index) => ownerSetOf(set, withPaths, lifted.has(index) ? override : null));
   const nonDelegable = new Set<string>();
   for (const set of decision.ownerSets) for (const path of set.nonDelegablePaths) nonDelegable.add(path);
   const whole: DecisionRecordBody = {
@@ -98,16 +121,15 @@ export function buildDecisionRecord(decision: Decision, evidence: Evidence, fact
       repository: `${evidence.repository.owner}/${facts.organizationPolicyRepository}`,
       commit_sha: orgRead.kind === "found" ? orgRead.commitSha ?? null : null,
     },
-    owner_sets: decision.ownerSets.map((set) => ownerSetOf(set, true)),
+    owner_sets: ownerSets(true),
     unowned_path_count: decision.unownedPathCount,
     non_delegable_path_count: nonDelegable.size,
-    // Filled from the decision's break-glass approval once the override exists (issue 29).
-    break_glass: null,
+    break_glass: breakGlassOf(decision.breakGlass),
     summarised: null,
     inputs: recordedInputs(evidence),
   };
   if (recordBytes(whole) <= maxBytes) return whole;
-  const withoutPaths: DecisionRecordBody = { ...whole, owner_sets: decision.ownerSets.map((set) => ownerSetOf(set, false)), summarised: { omitted: "owner_set_paths", replayable: true } };
+  const withoutPaths: DecisionRecordBody = { ...whole, owner_sets: ownerSets(false), summarised: { omitted: "owner_set_paths", replayable: true } };
   if (recordBytes(withoutPaths) <= maxBytes) return withoutPaths;
   return { ...withoutPaths, inputs: null, summarised: { omitted: "inputs", replayable: false } };
 }

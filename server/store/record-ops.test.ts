@@ -128,6 +128,16 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     expect((await merges()).map((r) => r.decision_conclusion)).toEqual(["failure", "failure"]);
   });
 
+  test("a merge approved by a break-glass override says so, as its record does", async () => {
+    await open();
+    const breakGlass = { review_id: 12, reviewer_id: 130, reviewer_login: "oncall", reason: "prod is down", team: "sre", unsatisfied_owner_sets: [0] };
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ break_glass: breakGlass }), sharedGeneration: 1, digest: "bg", token: "pending:bg" }));
+    await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:bg", now: 3 }));
+    expect(truth((await store.execute(() => all<{ break_glass: unknown }>("select break_glass from decision_records")))[0]!.break_glass)).toBe(true);
+    expect(await store.execute(() => recordMerge(merge()))).toMatchObject({ unapproved: false });
+    expect(truth((await store.execute(() => all<{ break_glass: unknown }>("select break_glass from merge_records")))[0]!.break_glass)).toBe(true);
+  });
+
   test("the reconciler's recovered merges and its pruning are fenced by its lease; pruning removes only what is older than the cutoff", async () => {
     await open();
     expect(await store.execute(() => recordRecoveredMerges(lease, [merge()], 10))).toBeNull();
