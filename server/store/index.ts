@@ -13,3 +13,4 @@ export * from "./ops/published-ops.ts";
 export * from "./ops/open-pull-index.ts";
 export * from "./authority-subjects.ts";
 export * from "./ops/record-ops.ts";
+export * from "./ops/history-ops.ts";

@@ -1,0 +1,233 @@
+import { decisionRecordOf, decodeRecordBody } from "../../records/codec.ts";
+import {
+  type DecisionRecord, type HistoryFilter, type HistoryPage, type HistoryRecord, type HistorySummary, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId,
+} from "../../records/schema.ts";
+import { all, one, type Op } from "../op.ts";
+
+/**
+ * The read side of the decision records (migration 0008, DESIGN 3.10): the history routes, commands and export read only
+ * through these operations, which take no row lock.
+ *
+ * ORDER. Decision records and merge records are one history, ordered by time (a decision's `published_at_ms`, a merge's
+ * `recorded_at_ms`), then kind (decision before merge at the same millisecond, oldest first), then id. listHistory walks it
+ * newest first, readHistoryBatch oldest first. Each page is one indexed statement per table, keyset-paginated: the cursor
+ * names the last item's (time, kind, id), so a page costs the same however deep it is and a record written meanwhile never
+ * shifts the pages after it.
+ *
+ * CURSOR. Opaque to clients (base64url of `h1.<direction>.<time>.<kind>.<id>`), decoded strictly: anything else is a
+ * HistoryCursorError (the routes answer 400). Its numbers are parsed to safe integers and only ever bound as parameters,
+ * never spliced into SQL text, and a cursor of one direction is refused by the other.
+ *
+ * FILTERS (HistoryFilter). `repository` matches the full name the record was written with, case-insensitively (the forge
+ * treats `Acme/App` and `acme/app` as one repository); `commit` matches a decision's head, a merge's head at merge or its
+ * merge commit, case-insensitively; `sinceMs` inclusive and `untilMs` exclusive bound the record's time; `unapproved` keeps
+ * only unapproved merges; `overrides` keeps only records that carry a break-glass override; `kind` keeps one table.
+ */
+
+/** Items one listHistory page may hold (the routes' `limit` bound). */
+export const MAX_HISTORY_PAGE = 100;
+/** Records one readHistoryBatch may read (the export streams batches of at most this). */
+export const MAX_HISTORY_BATCH = 1000;
+
+/** A cursor that is not one this service wrote for that walk (the routes answer 400). */
+export class HistoryCursorError extends Error {
+  override readonly name = "HistoryCursorError";
+}
+
+type Direction = "newest" | "oldest";
+/** Kind rank in the order: a decision comes before a merge of the same millisecond (oldest first). */
+const DECISION = 0;
+const MERGE = 1;
+type Position = { readonly time: number; readonly kind: typeof DECISION | typeof MERGE; readonly id: number };
+
+const CURSOR_TEXT = /^h1\.([no])\.(\d{1,16})\.([01])\.(\d{1,16})$/;
+/** Cursors are short; anything longer is refused before decoding. */
+const MAX_CURSOR_LENGTH = 80;
+
+export function encodeHistoryCursor(direction: Direction, at: Position): string {
+  return Buffer.from(`h1.${direction === "newest" ? "n" : "o"}.${at.time}.${at.kind}.${at.id}`, "utf8").toString("base64url");
+}
+
+export function decodeHistoryCursor(cursor: string, direction: Direction): Position {
+  if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new HistoryCursorError("the cursor is not one this service wrote");
+  const match = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (match === null) throw new HistoryCursorError("the cursor is not one this service wrote");
+  if (match[1] !== (direction === "newest" ? "n" : "o")) throw new HistoryCursorError("the cursor belongs to the other direction of the history");
+  const time = Number(match[2]);
+  const id = Number(match[4]);
+  if (!Number.isSafeInteger(time) || !Number.isSafeInteger(id) || id < 1) throw new HistoryCursorError("the cursor is not one this service wrote");
+  return { time, kind: match[3] === "1" ? MERGE : DECISION, id };
+}
+
+/** `d<n>` or `m<n>` with n a positive safe integer, or null. */
+export function parseRecordId(text: string): { readonly kind: "decision" | "merge"; readonly id: number } | null {
+  const match = /^([dm])([1-9]\d{0,15})$/.exec(text);
+  if (match === null) return null;
+  const id = Number(match[2]);
+  if (!Number.isSafeInteger(id)) return null;
+  return { kind: match[1] === "d" ? "decision" : "merge", id };
+}
+
+/** The newest records matching `filter`, at most `limit` (1..MAX_HISTORY_PAGE), after `cursor` (null: from the newest). */
+export function* listHistory(filter: HistoryFilter, cursor: string | null, limit: number): Op<HistoryPage> {
+  checkLimit(limit, MAX_HISTORY_PAGE, "listHistory");
+  const after = cursor === null ? null : decodeHistoryCursor(cursor, "newest");
+  const { rows, next } = yield* walk(filter, after, limit, "newest");
+  return { schema_version: RECORD_SCHEMA_VERSION, items: rows.map(summaryOf), next_cursor: next };
+}
+
+/** The oldest records matching `filter` after `after` (null: from the oldest), whole, at most `limit` (1..MAX_HISTORY_BATCH). */
+export function* readHistoryBatch(filter: HistoryFilter, after: string | null, limit: number): Op<{ records: HistoryRecord[]; next: string | null }> {
+  checkLimit(limit, MAX_HISTORY_BATCH, "readHistoryBatch");
+  const position = after === null ? null : decodeHistoryCursor(after, "oldest");
+  const { rows, next } = yield* walk(filter, position, limit, "oldest");
+  return { records: rows.map(recordOf), next };
+}
+
+/** One record by its id, whole; null when there is none (pruned, or never written). */
+export function* readHistoryRecord(id: RecordId): Op<HistoryRecord | null> {
+  const parsed = parseRecordId(id);
+  if (parsed === null) return null;
+  if (parsed.kind === "decision") {
+    const row = yield* one<DecisionRow>(`select ${DECISION_COLUMNS} from decision_records where id = $1`, parsed.id);
+    return row === null ? null : decisionOf(row);
+  }
+  const row = yield* one<MergeRow>(`select ${MERGE_COLUMNS} from merge_records where id = $1`, parsed.id);
+  return row === null ? null : mergeOf(row);
+}
+
+function checkLimit(limit: number, max: number, name: string): void {
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > max) throw new RangeError(`${name}: limit must be 1..${max}`);
+}
+
+type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: unknown; t: number; body: Uint8Array };
+type MergeRow = {
+  id: number; installation_id: number; repository_id: number; repository_full_name: string; pull_number: number; head_sha: string;
+  merge_commit_sha: string | null; merged_by_id: number | null; merged_by_login: string | null; merged_at_ms: number | null;
+  decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; break_glass: unknown; recovered: unknown; t: number;
+};
+type Fetched = { readonly kind: "decision"; readonly row: DecisionRow } | { readonly kind: "merge"; readonly row: MergeRow };
+
+const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body";
+const MERGE_COLUMNS = `id, installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
+  merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms as t`;
+
+/**
+ * One page of the merged order: at most `limit + 1` rows of each table past the position (one statement each), merged, cut
+ * to `limit`; a next position exists when more than `limit` rows matched.
+ */
+function* walk(filter: HistoryFilter, after: Position | null, limit: number, direction: Direction): Op<{ rows: Fetched[]; next: string | null }> {
+  const wantDecisions = filter.kind !== "merge" && filter.unapproved !== true;
+  const wantMerges = filter.kind !== "decision";
+  const decisions = wantDecisions ? yield* all<DecisionRow>(...select("decision_records", DECISION_COLUMNS, "published_at_ms", DECISION, filter, after, limit + 1, direction)) : [];
+  const merges = wantMerges ? yield* all<MergeRow>(...select("merge_records", MERGE_COLUMNS, "recorded_at_ms", MERGE, filter, after, limit + 1, direction)) : [];
+  const rows: Fetched[] = [];
+  let d = 0;
+  let m = 0;
+  const sign = direction === "newest" ? -1 : 1;
+  while (rows.length <= limit && (d < decisions.length || m < merges.length)) {
+    const nextDecision = decisions[d];
+    const nextMerge = merges[m];
+    const takeDecision = nextMerge === undefined || (nextDecision !== undefined && sign * compare(positionOf(DECISION, nextDecision), positionOf(MERGE, nextMerge)) < 0);
+    if (takeDecision) rows.push({ kind: "decision", row: decisions[d++]! });
+    else rows.push({ kind: "merge", row: merges[m++]! });
+  }
+  if (rows.length <= limit) return { rows, next: null };
+  const page = rows.slice(0, limit);
+  const last = page.at(-1)!;
+  return { rows: page, next: encodeHistoryCursor(direction, positionOf(last.kind === "decision" ? DECISION : MERGE, last.row)) };
+}
+
+function positionOf(kind: Position["kind"], row: { id: number; t: number }): Position {
+  return { time: Number(row.t), kind, id: Number(row.id) };
+}
+
+function compare(a: Position, b: Position): number {
+  return a.time - b.time || a.kind - b.kind || a.id - b.id;
+}
+
+/**
+ * The statement for one table: its filters, the keyset position and the order. Every value is a bound parameter; only fixed
+ * column names and operators are in the text.
+ */
+function select(table: "decision_records" | "merge_records", columns: string, timeColumn: string, kind: Position["kind"], filter: HistoryFilter, after: Position | null, limit: number, direction: Direction): [string, ...unknown[]] {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const bind = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  // Full names are ASCII on the forge ([A-Za-z0-9._-] and one slash), where lower() agrees on both backends.
+  if (filter.repository !== undefined) where.push(`lower(repository_full_name) = ${bind(filter.repository.toLowerCase())}`);
+  if (filter.pull !== undefined) where.push(`pull_number = ${bind(filter.pull)}`);
+  if (filter.commit !== undefined) {
+    const commit = bind(filter.commit.toLowerCase());
+    where.push(table === "merge_records" ? `(head_sha = ${commit} or merge_commit_sha = ${commit})` : `head_sha = ${commit}`);
+  }
+  if (filter.sinceMs !== undefined) where.push(`${timeColumn} >= ${bind(filter.sinceMs)}`);
+  if (filter.untilMs !== undefined) where.push(`${timeColumn} < ${bind(filter.untilMs)}`);
+  if (filter.overrides === true) where.push("break_glass = true");
+  if (filter.unapproved === true && table === "merge_records") where.push("unapproved = true");
+  const newest = direction === "newest";
+  if (after !== null) {
+    // Past (time, kind, id) in the walk's direction. This table's rows all have `kind`; at the cursor's time they are past it
+    // when their id is, if the kinds are the same; if this kind is lower (decisions, after a merge's cursor) all of them are
+    // newest first and none oldest first (bound MAX), if higher the reverse (bound 0).
+    const idBound = kind === after.kind ? after.id : kind < after.kind ? Number.MAX_SAFE_INTEGER : 0;
+    const time = bind(after.time);
+    where.push(newest ? `(${timeColumn} < ${time} or (${timeColumn} = ${time} and id < ${bind(idBound)}))` : `(${timeColumn} > ${time} or (${timeColumn} = ${time} and id > ${bind(idBound)}))`);
+  }
+  const order = newest ? "desc" : "asc";
+  const text = `select ${columns} from ${table}${where.length > 0 ? ` where ${where.join(" and ")}` : ""} order by ${timeColumn} ${order}, id ${order} limit ${bind(limit)}`;
+  return [text, ...params];
+}
+
+function flag(value: unknown): boolean {
+  return value === true || value === 1 || value === 1n || value === "1" || value === "t";
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(Number(ms)).toISOString();
+}
+
+function decisionOf(row: DecisionRow): DecisionRecord {
+  return decisionRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms }, decodeRecordBody(row.body));
+}
+
+function mergeOf(row: MergeRow): MergeRecord {
+  return {
+    schema_version: RECORD_SCHEMA_VERSION,
+    kind: "merge",
+    id: `m${Number(row.id)}`,
+    installation_id: Number(row.installation_id),
+    repository: { id: Number(row.repository_id), full_name: row.repository_full_name },
+    pull_request: Number(row.pull_number),
+    head_sha: row.head_sha,
+    merge_commit_sha: row.merge_commit_sha,
+    merged_by: row.merged_by_id === null ? null : { id: Number(row.merged_by_id), login: row.merged_by_login ?? "" },
+    merged_at: iso(row.merged_at_ms),
+    decision_id: row.decision_id === null ? null : `d${Number(row.decision_id)}`,
+    decision_conclusion: row.decision_conclusion === "success" || row.decision_conclusion === "failure" ? row.decision_conclusion : null,
+    unapproved: flag(row.unapproved),
+    break_glass: flag(row.break_glass),
+    recovered: flag(row.recovered),
+    recorded_at: iso(row.t)!,
+  };
+}
+
+function recordOf(fetched: Fetched): HistoryRecord {
+  return fetched.kind === "decision" ? decisionOf(fetched.row) : mergeOf(fetched.row);
+}
+
+function summaryOf(fetched: Fetched): HistorySummary {
+  if (fetched.kind === "merge") {
+    const { installation_id: _installation, ...summary } = mergeOf(fetched.row);
+    return summary;
+  }
+  const record = decisionOf(fetched.row);
+  return {
+    schema_version: record.schema_version, kind: "decision", id: record.id, confirmed: record.confirmed, repository: record.repository,
+    pull_request: record.pull_request, head_sha: record.head_sha, conclusion: record.conclusion, title: record.title,
+    published_at: record.published_at, break_glass: flag(fetched.row.break_glass),
+  };
+}
