@@ -3,6 +3,7 @@ import type { Config } from "../config/index.ts";
 import type { WebhookDeps } from "../ingress/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { decisionsRoutes } from "./decisions-routes.ts";
 import { docsRoutes } from "./docs-routes.ts";
 import type { HealthSources } from "./health.ts";
 import { type BuildInfo, opsRoutes } from "./ops-routes.ts";
@@ -22,6 +23,7 @@ export function createApp(deps: AppDeps) {
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
     .use(webhookRoutes(deps.webhook))
+    .use(decisionsRoutes({ store: deps.health.store, forgeWebUrl: deps.config.forge.webUrl, playgroundEnabled: deps.config.playgroundEnabled }))
     .use(playgroundRoutes({ enabled: deps.config.playgroundEnabled }))
     .use(setupRoutes({ config: deps.config, ...(deps.log ? { log: deps.log } : {}) }))
     .onError(({ code }) => {

@@ -2,6 +2,7 @@ import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import { DOCS_ASSETS } from "./docs-assets.ts";
 import { DEFENSIVE_HEADERS } from "./defensive-headers.ts";
+import { decisionsPathDocument } from "./decisions-routes.ts";
 import { playgroundPathDocument } from "./playground-routes.ts";
 import { webhookPathDocument } from "./webhook-openapi.ts";
 
@@ -38,7 +39,7 @@ export function docsRoutes(version: string) {
         provider: "swagger-ui",
         path: "/api/docs",
         specPath: "/api/openapi.json",
-        exclude: [/^\/api\/docs/, "/docs/oauth2-redirect", /^\/playground/],
+        exclude: [/^\/api\/docs/, "/docs/oauth2-redirect", /^\/playground/, /^\/decisions/],
         documentation: {
           info: {
             title: "Code-owner approval check service",
@@ -46,11 +47,11 @@ export function docsRoutes(version: string) {
             description: `HTTP interface ${HTTP_INTERFACE_VERSION} of application version ${version}. Only /webhooks/forge needs public ingress; every other route belongs behind the operator network.`,
           },
           tags: [
-            { name: "operator", description: "identity and metrics" },
+            { name: "operator", description: "identity, metrics, decision records and the operator pages" },
             { name: "health", description: "orchestrator probes" },
             { name: "webhook", description: "forge deliveries" },
           ],
-          paths: { ...webhookPathDocument, ...playgroundPathDocument } as never,
+          paths: { ...webhookPathDocument, ...playgroundPathDocument, ...decisionsPathDocument } as never,
         },
       }),
     )

@@ -1,31 +1,18 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
-import { type DecisionRecordBody, encodeRecordBody } from "../records/codec.ts";
+import { RECORD_HEAD as HEAD, RECORD_MERGE_COMMIT as MERGE_COMMIT, recordBody as body, type SeedDecision, type SeedMerge, seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
 import type { HistoryFilter, HistoryRecord, HistorySummary, RecordId } from "../records/schema.ts";
 import {
-  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_PAGE, migrateDatabase, one, openStore,
+  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_PAGE, migrateDatabase, openStore,
   readHistoryBatch, readHistoryRecord, type Store,
 } from "./index.ts";
 
 /**
  * The read side of decision records (migration 0008): one history of decisions and merges, newest first for the routes and
- * oldest first for the export, keyset-paginated by an opaque cursor. Rows are seeded here through the codec and plain SQL
- * (test-only), as the writers (ops/record-ops.ts) store them.
+ * oldest first for the export, keyset-paginated by an opaque cursor. Rows are seeded through the codec and plain SQL
+ * (e2e/support/decision-records.ts), as the writers store them.
  */
-const HEAD = "a".repeat(40);
 const OTHER_HEAD = "b".repeat(40);
-const MERGE_COMMIT = "c".repeat(40);
-const BASE = "f".repeat(40);
-
-function body(over: Partial<DecisionRecordBody> = {}): DecisionRecordBody {
-  return {
-    schema_version: 1, kind: "decision", installation_id: 4, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7,
-    head_sha: HEAD, base_sha: BASE, check_run_id: 99, conclusion: "success", title: "Approved by code owners",
-    reasons: [], published_at: "2026-11-27T00:00:00.000Z", service: { version: "1.2.3", revision: "abc" }, codeowners: null,
-    repository_policy: null, organization_policy: null, owner_sets: [], unowned_path_count: 0, non_delegable_path_count: 0,
-    break_glass: null, summarised: null, inputs: null, ...over,
-  };
-}
 
 describe.each(BACKENDS)("decision history on %s", (backend) => {
   let database: TestDatabase;
@@ -40,30 +27,8 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
     store = openStore(database.target);
   }
 
-  let generation = 0;
-  async function decision(at: number, over: Partial<DecisionRecordBody> & { readonly confirmed?: boolean; readonly breakGlass?: boolean } = {}): Promise<RecordId> {
-    const { confirmed = true, breakGlass = false, ...fields } = over;
-    const record = body({ published_at: new Date(at).toISOString(), ...fields });
-    const { bytes, size } = encodeRecordBody(record);
-    const row = await store.execute(() => one<{ id: number }>(
-      `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
-         pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) returning id`,
-      record.installation_id, record.repository.id, record.repository.full_name, record.pull_request, record.head_sha, ++generation, `digest-${generation}`,
-      "token", record.conclusion, breakGlass, at, confirmed ? at + 1 : null, size, bytes,
-    ));
-    return `d${row!.id}`;
-  }
-  async function merge(at: number, over: { readonly repository?: string; readonly pull?: number; readonly head?: string; readonly mergeCommit?: string | null; readonly unapproved?: boolean; readonly breakGlass?: boolean; readonly decisionId?: number | null } = {}): Promise<RecordId> {
-    const row = await store.execute(() => one<{ id: number }>(
-      `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id,
-         merged_by_login, merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) returning id`,
-      4, 40, over.repository ?? "Acme/Web", over.pull ?? 100 + ++generation, over.head ?? HEAD, over.mergeCommit === undefined ? MERGE_COMMIT : over.mergeCommit, 501, "octocat",
-      at - 5, over.decisionId ?? null, over.decisionId == null ? null : "success", over.unapproved ?? false, over.breakGlass ?? false, false, at,
-    ));
-    return `m${row!.id}`;
-  }
+  const decision = (at: number, over: SeedDecision = {}) => seedDecision(store, at, over);
+  const merge = (at: number, over: SeedMerge = {}) => seedMerge(store, at, over);
   const page = (filter: HistoryFilter, cursor: string | null = null, limit = MAX_HISTORY_PAGE) => store.execute(() => listHistory(filter, cursor, limit));
   async function walkAll(filter: HistoryFilter, limit: number): Promise<{ ids: string[]; pages: number }> {
     const ids: string[] = [];
@@ -111,7 +76,7 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
   test("the export reads the same history oldest first, whole records in batches", async () => {
     await open();
     const d1 = await decision(1000, { title: "first" });
-    const m1 = await merge(1000, { pull: 7, decisionId: Number(d1.slice(1)) });
+    const m1 = await merge(1000, { pull: 7, decisionId: d1 });
     const d2 = await decision(2000, { confirmed: false, conclusion: "failure", title: "Missing approval" });
     const m2 = await merge(1500, { unapproved: true });
     for (const limit of [1, 3, MAX_HISTORY_BATCH]) {
@@ -168,7 +133,7 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
     const api = await decision(1200, { repository: { id: 41, full_name: "acme/api" } });
     const override = await decision(1300, { pull_request: 9, head_sha: "9".repeat(40) }, );
     const overrideRow = await decision(1350, { pull_request: 9, head_sha: "8".repeat(40), breakGlass: true });
-    const merged = await merge(1400, { pull: 7, decisionId: Number(web7.slice(1)) });
+    const merged = await merge(1400, { pull: 7, decisionId: web7 });
     const bypass = await merge(1500, { pull: 8, head: OTHER_HEAD, mergeCommit: "e".repeat(40), unapproved: true });
     const apiMerge = await merge(1600, { repository: "acme/api", pull: 7, head: "7".repeat(40), mergeCommit: "6".repeat(40), breakGlass: true });
     const ids = async (filter: HistoryFilter) => (await page(filter)).items.map((i) => i.id);
