@@ -24,9 +24,9 @@ beforeAll(async () => {
   await migrateDatabase(database.target, 1);
   store = openStore(database.target);
   ids.approved = await seedDecision(store, Date.parse("2026-11-20T10:00:00Z"));
-  ids.merged = await seedMerge(store, Date.parse("2026-11-20T11:00:00Z"), { pull: 7, decisionId: ids.approved });
+  ids.merged = await seedMerge(store, Date.parse("2026-11-20T11:00:00Z"), { pull: 7 });
   ids.failed = await seedDecision(store, Date.parse("2026-11-21T10:00:00Z"), { pull_request: 8, head_sha: "b".repeat(40), conclusion: "failure", title: "Missing approval", confirmed: false });
-  ids.bypass = await seedMerge(store, Date.parse("2026-11-21T11:00:00Z"), { pull: 8, head: "b".repeat(40), mergeCommit: "e".repeat(40), unapproved: true, decisionId: ids.failed, decisionConclusion: "failure" });
+  ids.bypass = await seedMerge(store, Date.parse("2026-11-21T11:00:00Z"), { pull: 8, head: "b".repeat(40), mergeCommit: "e".repeat(40) });
   ids.other = await seedDecision(store, Date.parse("2026-11-22T10:00:00Z"), { repository: { id: 41, full_name: "acme/api" }, breakGlass: true });
   dir = mkdtempSync(join(tmpdir(), "decisions-page-"));
   writeFileSync(join(dir, "index.html"), '<!doctype html><head><meta name="forge-web-url" content=""><meta name="playground" content=""></head><title>decisions</title>');

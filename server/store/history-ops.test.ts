@@ -76,9 +76,9 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
   test("the export reads the same history oldest first, whole records in batches", async () => {
     await open();
     const d1 = await decision(1000, { title: "first" });
-    const m1 = await merge(1000, { pull: 7, decisionId: d1 });
+    const m1 = await merge(1000, { pull: 7 }); // judged by d1, a confirmed success on its head
     const d2 = await decision(2000, { confirmed: false, conclusion: "failure", title: "Missing approval" });
-    const m2 = await merge(1500, { unapproved: true });
+    const m2 = await merge(1500); // no decision on its pull request: unapproved
     for (const limit of [1, 3, MAX_HISTORY_BATCH]) {
       expect((await exportAll({}, limit)).map((r) => r.id)).toEqual([d1, m1, m2, d2]);
     }
@@ -110,14 +110,14 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
   test("a summary names the record without its evidence; the merge's installation is only in the whole record", async () => {
     await open();
     const d = await decision(1000, { confirmed: false, breakGlass: true, title: "Approved by break-glass override" });
-    const m = await merge(2000, { pull: 7, unapproved: true, mergeCommit: null });
+    const m = await merge(2000, { pull: 7, mergeCommit: null }); // judged by d, a success never confirmed: unapproved
     const { items, next_cursor } = await page({});
     expect(next_cursor).toBeNull();
     expect(items as unknown).toEqual([
       {
         schema_version: 1, kind: "merge", id: m, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7, head_sha: HEAD, merge_commit_sha: null,
-        merged_by: { id: 501, login: "octocat" }, merged_at: new Date(1995).toISOString(), decision_id: null, decision_conclusion: null, unapproved: true,
-        break_glass: false, recovered: false, recorded_at: new Date(2000).toISOString(),
+        merged_by: { id: 501, login: "octocat" }, merged_at: new Date(1995).toISOString(), decision_id: d, decision_conclusion: "success", unapproved: true,
+        break_glass: true, recovered: false, recorded_at: new Date(2000).toISOString(),
       },
       {
         schema_version: 1, kind: "decision", id: d, confirmed: false, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7, head_sha: HEAD,
@@ -129,15 +129,16 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
   test("the filters select by repository (any letter case), pull request, commit, time, unapproved merges, overrides and kind", async () => {
     await open();
     const web7 = await decision(1000);
-    const web8 = await decision(1100, { pull_request: 8, head_sha: OTHER_HEAD });
+    const web8 = await decision(1100, { pull_request: 8, head_sha: OTHER_HEAD, conclusion: "failure" });
     const api = await decision(1200, { repository: { id: 41, full_name: "acme/api" } });
     const override = await decision(1300, { pull_request: 9, head_sha: "9".repeat(40) }, );
     const overrideRow = await decision(1350, { pull_request: 9, head_sha: "8".repeat(40), breakGlass: true });
-    const merged = await merge(1400, { pull: 7, decisionId: web7 });
-    const bypass = await merge(1500, { pull: 8, head: OTHER_HEAD, mergeCommit: "e".repeat(40), unapproved: true });
-    const apiMerge = await merge(1600, { repository: "acme/api", pull: 7, head: "7".repeat(40), mergeCommit: "6".repeat(40), breakGlass: true });
+    const merged = await merge(1400, { pull: 7 }); // approved by web7
+    const bypass = await merge(1500, { pull: 8, head: OTHER_HEAD, mergeCommit: "e".repeat(40) }); // web8 failed: unapproved
+    const overrideMerge = await merge(1600, { pull: 9, head: "8".repeat(40), mergeCommit: "5".repeat(40) }); // approved by the override
+    const apiMerge = await merge(1700, { repository: "acme/api", repositoryId: 41, pull: 7, head: "7".repeat(40), mergeCommit: "6".repeat(40) }); // no decision: unapproved
     const ids = async (filter: HistoryFilter) => (await page(filter)).items.map((i) => i.id);
-    expect(await ids({ repository: "ACME/WEB" })).toEqual([bypass, merged, overrideRow, override, web8, web7]);
+    expect(await ids({ repository: "ACME/WEB" })).toEqual([overrideMerge, bypass, merged, overrideRow, override, web8, web7]);
     expect(await ids({ repository: "acme/api" })).toEqual([apiMerge, api]);
     expect(await ids({ repository: "acme/we" })).toEqual([]);
     expect(await ids({ repository: "acme/web", pull: 8 })).toEqual([bypass, web8]);
@@ -146,19 +147,19 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
     expect(await ids({ commit: "e".repeat(40) })).toEqual([bypass]);
     expect(await ids({ commit: OTHER_HEAD })).toEqual([bypass, web8]);
     expect(await ids({ sinceMs: 1200, untilMs: 1400 })).toEqual([overrideRow, override, api]);
-    expect(await ids({ unapproved: true })).toEqual([bypass]);
+    expect(await ids({ unapproved: true })).toEqual([apiMerge, bypass]);
     expect(await ids({ unapproved: true, kind: "decision" })).toEqual([]);
-    expect(await ids({ overrides: true })).toEqual([apiMerge, overrideRow]);
+    expect(await ids({ overrides: true })).toEqual([overrideMerge, overrideRow]);
     expect(await ids({ kind: "decision", repository: "acme/web" })).toEqual([overrideRow, override, web8, web7]);
-    expect(await ids({ kind: "merge" })).toEqual([apiMerge, bypass, merged]);
-    expect(await ids({ unapproved: false, overrides: false })).toHaveLength(8);
-    expect((await exportAll({ repository: "Acme/Web", kind: "merge" }, 1)).map((r) => r.id)).toEqual([merged, bypass]);
+    expect(await ids({ kind: "merge" })).toEqual([apiMerge, overrideMerge, bypass, merged]);
+    expect(await ids({ unapproved: false, overrides: false })).toHaveLength(9);
+    expect((await exportAll({ repository: "Acme/Web", kind: "merge" }, 1)).map((r) => r.id)).toEqual([merged, bypass, overrideMerge]);
   });
 
   test("one record is read by its id, and an id of nothing reads nothing", async () => {
     await open();
     const d = await decision(1000, { owner_sets: [{ patterns: ["*"], owners: ["@acme/web"], required: 1, approvals: 1, status: "satisfied", satisfied_by: [], path_count: 1, paths: ["a.ts"] }] });
-    const m = await merge(2000, { unapproved: true });
+    const m = await merge(2000);
     expect(await store.execute(() => readHistoryRecord(d))).toMatchObject({ id: d, kind: "decision", confirmed: true, owner_sets: [{ paths: ["a.ts"] }] });
     expect(await store.execute(() => readHistoryRecord(m))).toMatchObject({ id: m, kind: "merge", unapproved: true });
     expect(await store.execute(() => readHistoryRecord(`d${Number(d.slice(1)) + 10}`))).toBeNull();
