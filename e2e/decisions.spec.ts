@@ -1,0 +1,151 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, type Page, test } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { decodeState } from "../web/src/codec.ts";
+
+/**
+ * The decisions page (issue 28 item 5) against the compiled binary: records seeded into its database through the writers'
+ * operations (e2e/support/seed-decisions.ts), searched, read, an unapproved merge, and the hand-off to the playground. The
+ * page may ask only its own origin, and the console must stay free of errors.
+ */
+const root = fileURLToPath(new URL("..", import.meta.url));
+type Seeded = {
+  approved: { id: string; head: string; base: string; title: string; conclusion: string };
+  merged: { id: string; mergeCommit: string };
+  failed: { id: string; head: string; title: string; conclusion: string };
+  bypass: { id: string; mergeCommit: string };
+  gadgets: { id: string };
+  blobs: { codeowners: string; repositoryPolicy: string; organizationPolicy: string };
+  organizationPolicyCommit: string;
+};
+let seeded: Seeded;
+
+test.beforeAll(() => {
+  const localBun = join(root, ".tools/node_modules/.bin/bun");
+  const database = `sqlite:${join(process.env.E2E_SERVICE_DATA!, "service.db")}`;
+  seeded = JSON.parse(execFileSync(existsSync(localBun) ? localBun : "bun", ["e2e/support/seed-decisions.ts", database], { cwd: root, encoding: "utf8", timeout: 60_000 })) as Seeded;
+});
+
+let external: string[] = [];
+let consoleErrors: string[] = [];
+test.beforeEach(async ({ page, baseURL }) => {
+  external = [];
+  consoleErrors = [];
+  const origin = new URL(baseURL!).origin;
+  await page.route(
+    (url) => url.origin !== origin,
+    (route) => {
+      external.push(route.request().url());
+      return route.abort();
+    },
+  );
+  page.on("console", (message) => {
+    // A refused search answers 400 by design; the browser logs the failed fetch.
+    if (message.type() === "error" && !/status of 400/.test(message.text())) consoleErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => consoleErrors.push(error.message));
+});
+test.afterEach(() => {
+  expect(external, "requests that left the service's origin").toEqual([]);
+  expect(consoleErrors, "console errors").toEqual([]);
+});
+
+const rows = (page: Page) => page.getByTestId("results").locator("tbody tr");
+const recordLinks = async (page: Page) => (await rows(page).locator("th a").allTextContents()).map((text) => text.split(" ").at(-1));
+
+async function noViolations(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).analyze();
+  expect(results.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`), what).toEqual([]);
+}
+
+test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
+  await page.goto("/decisions/");
+  await expect(rows(page)).toHaveCount(5);
+  expect(await recordLinks(page)).toEqual([seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
+  await noViolations(page, "search page");
+  await page.screenshot({ path: testInfo.outputPath("search.png"), fullPage: true });
+
+  await page.getByLabel("Repository").fill("ACME/Widgets");
+  await page.getByLabel("Pull request").fill("43");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page).toHaveURL(/\?repository=ACME%2FWidgets&pull=43/);
+  await expect(rows(page)).toHaveCount(2);
+  expect(await recordLinks(page)).toEqual([seeded.bypass.id, seeded.failed.id]);
+
+  await page.goto("/decisions/");
+  await page.getByLabel("Commit").fill(seeded.merged.mergeCommit);
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(rows(page)).toHaveCount(1);
+  expect(await recordLinks(page)).toEqual([seeded.merged.id]);
+
+  await page.goto(`/decisions/?commit=${seeded.approved.head}`);
+  await expect(rows(page)).toHaveCount(2);
+  expect(await recordLinks(page)).toEqual([seeded.merged.id, seeded.approved.id]);
+
+  await page.goto("/decisions/?repository=acme/widgets&pull=abc");
+  await expect(page.getByRole("alert")).toHaveText(/pull: must be a pull request number/);
+});
+
+test("a record shows its owner sets, the reviews that satisfied them and its files on the forge at the commit read", async ({ page }, testInfo) => {
+  await page.goto("/decisions/");
+  await page.getByRole("link", { name: `Decision ${seeded.approved.id}` }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Decision ${seeded.approved.id}: ${seeded.approved.conclusion}`);
+  await expect(page.getByText(seeded.approved.title)).toBeVisible();
+  await expect(page.getByTestId("unconfirmed")).toHaveCount(0);
+  const set = page.getByTestId("owner-set");
+  await expect(set).toHaveCount(1);
+  await expect(set.getByRole("heading", { level: 3 })).toHaveText("Owner set 1: satisfied, 1 of 1 approval");
+  await expect(set.getByRole("listitem").filter({ hasText: "alice" })).toContainText(`as an owner @alice: review`);
+  await expect(set.getByRole("listitem").filter({ hasText: "alice" })).toContainText(seeded.approved.head.slice(0, 12));
+  const base = seeded.approved.base;
+  const files = page.getByRole("region", { name: "Files read" });
+  await expect(files.getByRole("link", { name: "CODEOWNERS", exact: true })).toHaveAttribute("href", `https://github.com/acme/widgets/blob/${base}/CODEOWNERS`);
+  const policies = files.getByRole("link", { name: ".forge/service-policy.toml" });
+  await expect(policies).toHaveCount(2);
+  await expect(policies.nth(0)).toHaveAttribute("href", `https://github.com/acme/widgets/blob/${base}/.forge/service-policy.toml`);
+  await expect(policies.nth(1)).toHaveAttribute("href", `https://github.com/acme/.forge/blob/${seeded.organizationPolicyCommit}/.forge/service-policy.toml`);
+  for (const blob of Object.values(seeded.blobs)) await expect(files.getByText(blob, { exact: true })).toBeVisible();
+  await noViolations(page, "decision record");
+  await page.screenshot({ path: testInfo.outputPath("decision-record.png"), fullPage: true });
+});
+
+test("an unapproved merge is highlighted, names the decision current at merge, and that unconfirmed decision is marked", async ({ page }) => {
+  await page.goto("/decisions/?unapproved=true");
+  await expect(rows(page)).toHaveCount(1);
+  const row = rows(page).first();
+  await expect(row).toHaveClass(/unapproved/);
+  await expect(row).toContainText("Unapproved merge");
+  await expect(page.getByLabel("Unapproved merges only")).toBeChecked();
+  await row.getByRole("link").click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Merge ${seeded.bypass.id} of #43`);
+  await expect(page.getByTestId("unapproved")).toContainText(`Unapproved merge. The head at merge had no confirmed success from the service (its current decision, ${seeded.failed.id}, was failure)`);
+  await expect(page.getByText(seeded.bypass.mergeCommit)).toBeVisible();
+  await noViolations(page, "unapproved merge");
+  await page.getByRole("link", { name: seeded.failed.id, exact: true }).click();
+  await expect(page.getByTestId("unconfirmed")).toContainText("the result may not have reached the forge");
+  await expect(page.getByText(seeded.failed.title)).toBeVisible();
+  await noViolations(page, "unconfirmed decision");
+});
+
+test("open in playground hands the record's inputs to the playground, each file a placeholder naming its blob", async ({ page }) => {
+  await page.goto(`/decisions/?id=${seeded.approved.id}`);
+  const missing = page.getByTestId("missing-files").getByRole("listitem");
+  await expect(missing).toHaveCount(3);
+  await expect(missing.nth(0)).toContainText(`code-owners file CODEOWNERS (blob ${seeded.blobs.codeowners})`);
+  await page.getByRole("link", { name: `Open ${seeded.approved.id} in the playground` }).click();
+  await expect(page).toHaveURL(/\/playground\/#v1\./);
+  await expect(page.getByTestId("conclusion")).toBeVisible();
+  const decoded = await decodeState(new URL(page.url()).hash);
+  if (!decoded.ok) throw new Error(decoded.error);
+  const evidence = decoded.state.evidence;
+  expect(evidence.repository).toMatchObject({ owner: "acme", name: "widgets" });
+  expect(evidence.pullRequest).toMatchObject({ number: 42, headSha: seeded.approved.head, baseSha: seeded.approved.base });
+  expect(evidence.reviews.complete && evidence.reviews.items.map((r) => [r.user?.login, r.state, r.commitId])).toEqual([["alice", "APPROVED", seeded.approved.head]]);
+  const codeowners = evidence.codeowners.CODEOWNERS;
+  expect(codeowners?.kind === "found" && codeowners.text).toContain(`blob ${seeded.blobs.codeowners}`);
+  await expect(page.getByRole("textbox", { name: "CODEOWNERS", exact: true })).toHaveValue(new RegExp(`Decision record ${seeded.approved.id} keeps this file by its blob SHA`));
+  await expect(page.getByLabel("Pull request number")).toHaveValue("42");
+});

@@ -1,0 +1,88 @@
+#!/usr/bin/env bun
+/**
+ * Seeds the decisions page's Playwright run (e2e/decisions.spec.ts): `bun e2e/support/seed-decisions.ts SQLITE_URL` writes
+ * decision and merge records into the service's database through the writers' own operations, each decision built by the
+ * record builder from a playground scenario the decision core really evaluated, and prints what it wrote as JSON.
+ *   - acme/widgets #42: a confirmed success (alice approved the head), then its merge (approved);
+ *   - acme/widgets #43: an unconfirmed failure (approval of an older head), then its merge: an unapproved merge;
+ *   - acme/gadgets #7: a confirmed success with no merge.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { parseDatabaseUrl } from "../../server/config/index.ts";
+import { evaluate } from "../../server/evaluation/evaluate.ts";
+import type { EvaluationSettings, Evidence, FileRead } from "../../server/evaluation/evidence.ts";
+import { renderCheck } from "../../server/evaluation/render-check.ts";
+import { buildDecisionRecord } from "../../server/records/build.ts";
+import { openStore } from "../../server/store/index.ts";
+import { SCENARIOS } from "../../web/src/scenarios.ts";
+import { seedDecision, seedMerge } from "./decision-records.ts";
+
+const url = process.argv[2];
+if (!url?.startsWith("sqlite:")) {
+  console.error("usage: bun e2e/support/seed-decisions.ts sqlite:PATH");
+  process.exit(2);
+}
+
+export const SEEDED_BLOBS = { codeowners: "1".repeat(40), repositoryPolicy: "2".repeat(40), organizationPolicy: "3".repeat(40) } as const;
+export const ORGANIZATION_POLICY_COMMIT = "4".repeat(40);
+
+/** The scenario's evidence as the forge fetcher gives it: found files carry their blob SHAs, the organization policy its commit. */
+function evidenceOf(scenarioId: string, over: (evidence: Evidence) => Evidence = (e) => e): { evidence: Evidence; settings: EvaluationSettings } {
+  const scenario = SCENARIOS.find((s) => s.id === scenarioId);
+  if (scenario === undefined) throw new Error(`no scenario ${scenarioId}`);
+  const { evidence, settings } = scenario.build();
+  const withSha = (read: FileRead, blobSha: string, commitSha?: string): FileRead => (read.kind === "found" ? { ...read, blobSha, ...(commitSha ? { commitSha } : {}) } : read);
+  return {
+    settings,
+    evidence: over({
+      ...evidence,
+      codeowners: Object.fromEntries(Object.entries(evidence.codeowners).map(([location, read]) => [location, withSha(read, SEEDED_BLOBS.codeowners)])),
+      repositoryPolicy: withSha(evidence.repositoryPolicy, SEEDED_BLOBS.repositoryPolicy),
+      organizationPolicy: withSha(evidence.organizationPolicy, SEEDED_BLOBS.organizationPolicy, ORGANIZATION_POLICY_COMMIT),
+    }),
+  };
+}
+
+function record(scenarioId: string, repository: { id: number; full_name: string }, publishedAtMs: number, over?: (evidence: Evidence) => Evidence) {
+  const { evidence, settings } = evidenceOf(scenarioId, over);
+  const decision = evaluate(evidence, settings);
+  return buildDecisionRecord(decision, evidence, {
+    installationId: 4, repository, checkRunId: 900 + evidence.pullRequest.number, title: renderCheck(decision).title, publishedAtMs,
+    service: { version: "0.0.0-e2e", revision: null }, organizationPolicyRepository: ".forge",
+  });
+}
+
+// Playwright runs beforeAll again in a new worker after a failed test: the records are written once per database, and what
+// was written is kept beside it and printed again.
+const written = `${url.slice("sqlite:".length)}.decisions-seed.json`;
+if (existsSync(written)) {
+  console.log(readFileSync(written, "utf8"));
+  process.exit(0);
+}
+
+const store = openStore(parseDatabaseUrl(url, false));
+try {
+  const widgets = { id: 501, full_name: "acme/widgets" };
+  const t = Date.parse("2026-11-20T10:00:00Z");
+  const approvedBody = record("owner-approves-head", widgets, t);
+  const approved = await seedDecision(store, t, approvedBody);
+  const merged = await seedMerge(store, t + 60_000, { repository: widgets.full_name, repositoryId: widgets.id, pull: 42, head: approvedBody.head_sha, mergeCommit: "5".repeat(40), mergedBy: { id: 102, login: "bob" } });
+  const failedBody = record("older-head", widgets, t + 3_600_000, (e) => ({ ...e, pullRequest: { ...e.pullRequest, number: 43, headSha: "6".repeat(40) }, sameHeadPullRequests: { complete: true, items: [{ number: 43, headSha: "6".repeat(40) }] } }));
+  const failed = await seedDecision(store, t + 3_600_000, { ...failedBody, confirmed: false });
+  const bypass = await seedMerge(store, t + 3_660_000, { repository: widgets.full_name, repositoryId: widgets.id, pull: 43, head: failedBody.head_sha, mergeCommit: "7".repeat(40), mergedBy: { id: 102, login: "bob" } });
+  const gadgetsBody = record("owner-approves-head", { id: 502, full_name: "acme/gadgets" }, t + 7_200_000, (e) => ({ ...e, repository: { ...e.repository, name: "gadgets" }, pullRequest: { ...e.pullRequest, number: 7, headSha: "8".repeat(40) }, sameHeadPullRequests: { complete: true, items: [{ number: 7, headSha: "8".repeat(40) }] } }));
+  const gadgets = await seedDecision(store, t + 7_200_000, gadgetsBody);
+  const output = JSON.stringify({
+    approved: { id: approved, head: approvedBody.head_sha, base: approvedBody.base_sha, title: approvedBody.title, conclusion: approvedBody.conclusion },
+    merged: { id: merged, mergeCommit: "5".repeat(40) },
+    failed: { id: failed, head: failedBody.head_sha, title: failedBody.title, conclusion: failedBody.conclusion },
+    bypass: { id: bypass, mergeCommit: "7".repeat(40) },
+    gadgets: { id: gadgets },
+    blobs: SEEDED_BLOBS,
+    organizationPolicyCommit: ORGANIZATION_POLICY_COMMIT,
+  });
+  writeFileSync(written, output);
+  console.log(output);
+} finally {
+  await store.close();
+}
