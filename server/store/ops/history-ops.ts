@@ -22,6 +22,12 @@ import { all, one, type Op } from "../op.ts";
  * treats `Acme/App` and `acme/app` as one repository); `commit` matches a decision's head, a merge's head at merge or its
  * merge commit, case-insensitively; `sinceMs` inclusive and `untilMs` exclusive bound the record's time; `unapproved` keeps
  * only unapproved merges; `overrides` keeps only records that carry a break-glass override; `kind` keeps one table.
+ *
+ * INDEXES. Unfiltered and time-bounded pages walk `*_published` / `*_recorded` (time, id). The repository filter compares
+ * `lower(repository_full_name)` and the commit filter the SHA columns without a repository ID: migration 0008 as it stands
+ * has no index for either (its name index is case-sensitive and its SHA indexes lead with repository_id), so those searches
+ * scan the table until it gains `(lower(repository_full_name), <time>, id)` and SHA-first indexes (measured: 0.1 ms with them,
+ * about 100 ms per 200,000 rows without, on SQLite, where a scan also holds the process's only thread).
  */
 
 /** Items one listHistory page may hold (the routes' `limit` bound). */
