@@ -3,7 +3,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/suppo
 import { RECORD_HEAD as HEAD, RECORD_MERGE_COMMIT as MERGE_COMMIT, recordBody as body, type SeedDecision, type SeedMerge, seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
 import type { HistoryFilter, HistoryRecord, HistorySummary, RecordId } from "../records/schema.ts";
 import {
-  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_PAGE, migrateDatabase, openStore,
+  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_BATCH_BYTES, MAX_HISTORY_PAGE, migrateDatabase, one, openStore,
   readHistoryBatch, readHistoryRecord, type Store,
 } from "./index.ts";
 
@@ -90,6 +90,33 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
       decision_id: d1, decision_conclusion: "success", unapproved: false, break_glass: false, recovered: false, recorded_at: new Date(1000).toISOString(),
     });
     expect(last).toMatchObject({ id: d2, confirmed: false, conclusion: "failure", title: "Missing approval" });
+  });
+
+  test("an export batch is bounded by the bytes of its records too, and the next batch goes on after the last one returned", async () => {
+    await open();
+    const ids: string[] = [];
+    for (let i = 1; i <= 5; i++) ids.push(await decision(i * 100, { title: "t".repeat(5000) }));
+    ids.splice(2, 0, await merge(250));
+    const size = Number((await store.execute(() => one<{ body_bytes: number }>("select body_bytes from decision_records order by id limit 1")))!.body_bytes);
+    const batches = async (maxBytes: number) => {
+      const sizes: number[] = [];
+      const seen: string[] = [];
+      let after: string | null = null;
+      do {
+        const at: string | null = after;
+        const batch: { records: HistoryRecord[]; next: string | null } = await store.execute(() => readHistoryBatch({}, at, MAX_HISTORY_BATCH, { maxBytes }));
+        sizes.push(batch.records.length);
+        seen.push(...batch.records.map((r) => r.id));
+        after = batch.next;
+      } while (after !== null && sizes.length < 20);
+      return { sizes, seen };
+    };
+    // Two decisions (about 5 KB each) and a merge (counted 512 bytes) fit; a third decision does not.
+    expect(size).toBeGreaterThan(5000);
+    expect(await batches(size * 2 + 512)).toEqual({ sizes: [3, 2, 1], seen: ids });
+    // A record larger than the bound still comes, alone.
+    expect(await batches(1)).toEqual({ sizes: [1, 1, 1, 1, 1, 1], seen: ids });
+    expect(await batches(MAX_HISTORY_BATCH_BYTES)).toEqual({ sizes: [6], seen: ids });
   });
 
   test("a record written after a page was read does not shift the pages after it", async () => {

@@ -34,6 +34,13 @@ import { all, one, type Op } from "../op.ts";
 export const MAX_HISTORY_PAGE = 100;
 /** Records one readHistoryBatch may read (the export streams batches of at most this). */
 export const MAX_HISTORY_BATCH = 1000;
+/**
+ * Record JSON one readHistoryBatch returns at most (its decisions' `body_bytes`; a merge counts MERGE_RECORD_BYTES), past its
+ * first record: a batch of large records is cut short and its cursor goes on after the last one returned, so the export's
+ * memory is bounded by bytes, not only by count (a record may be 256 KiB: a thousand of them would be 256 MiB).
+ */
+export const MAX_HISTORY_BATCH_BYTES = 8 * 1024 * 1024;
+const MERGE_RECORD_BYTES = 512;
 
 /** A cursor that is not one this service wrote for that walk (the routes answer 400). */
 export class HistoryCursorError extends Error {
@@ -78,16 +85,26 @@ export function parseRecordId(text: string): { readonly kind: "decision" | "merg
 export function* listHistory(filter: HistoryFilter, cursor: string | null, limit: number): Op<HistoryPage> {
   checkLimit(limit, MAX_HISTORY_PAGE, "listHistory");
   const after = cursor === null ? null : decodeHistoryCursor(cursor, "newest");
-  const { rows, next } = yield* walk(filter, after, limit, "newest");
-  return { schema_version: RECORD_SCHEMA_VERSION, items: rows.map(summaryOf), next_cursor: next };
+  const { page, next } = cut(yield* walk(filter, after, limit, "newest"), limit, "newest");
+  return { schema_version: RECORD_SCHEMA_VERSION, items: page.map(summaryOf), next_cursor: next };
 }
 
 /** The oldest records matching `filter` after `after` (null: from the oldest), whole, at most `limit` (1..MAX_HISTORY_BATCH). */
-export function* readHistoryBatch(filter: HistoryFilter, after: string | null, limit: number): Op<{ records: HistoryRecord[]; next: string | null }> {
+export function* readHistoryBatch(
+  filter: HistoryFilter, after: string | null, limit: number, options: { readonly maxBytes?: number } = {},
+): Op<{ records: HistoryRecord[]; next: string | null }> {
   checkLimit(limit, MAX_HISTORY_BATCH, "readHistoryBatch");
   const position = after === null ? null : decodeHistoryCursor(after, "oldest");
-  const { rows, next } = yield* walk(filter, position, limit, "oldest");
-  return { records: rows.map(recordOf), next };
+  const rows = yield* walk(filter, position, limit, "oldest");
+  const maxBytes = options.maxBytes ?? MAX_HISTORY_BATCH_BYTES;
+  let fit = 0;
+  for (let bytes = 0; fit < Math.min(rows.length, limit); fit++) {
+    const row = rows[fit]!;
+    bytes += row.kind === "decision" ? Number(row.row.body_bytes) : MERGE_RECORD_BYTES;
+    if (bytes > maxBytes && fit > 0) break;
+  }
+  const { page, next } = cut(rows, fit, "oldest");
+  return { records: page.map(recordOf), next };
 }
 
 /** One record by its id, whole; null when there is none (pruned, or never written). */
@@ -106,7 +123,7 @@ function checkLimit(limit: number, max: number, name: string): void {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > max) throw new RangeError(`${name}: limit must be 1..${max}`);
 }
 
-type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: unknown; t: number; body: Uint8Array };
+type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: unknown; t: number; body_bytes: number; body: Uint8Array };
 type MergeRow = {
   id: number; installation_id: number; repository_id: number; repository_full_name: string; pull_number: number; head_sha: string;
   merge_commit_sha: string | null; merged_by_id: number | null; merged_by_login: string | null; merged_at_ms: number | null;
@@ -114,15 +131,15 @@ type MergeRow = {
 };
 type Fetched = { readonly kind: "decision"; readonly row: DecisionRow } | { readonly kind: "merge"; readonly row: MergeRow };
 
-const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body";
+const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body_bytes, body";
 const MERGE_COLUMNS = `id, installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
   merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms as t`;
 
 /**
- * One page of the merged order: at most `limit + 1` rows of each table past the position (one statement each), merged, cut
- * to `limit`; a next position exists when more than `limit` rows matched.
+ * The merged order past the position: at most `limit + 1` rows of each table (one statement each), merged, and the first
+ * `limit + 1` of them kept (`cut` makes the page and says whether more follow).
  */
-function* walk(filter: HistoryFilter, after: Position | null, limit: number, direction: Direction): Op<{ rows: Fetched[]; next: string | null }> {
+function* walk(filter: HistoryFilter, after: Position | null, limit: number, direction: Direction): Op<Fetched[]> {
   const wantDecisions = filter.kind !== "merge" && filter.unapproved !== true;
   const wantMerges = filter.kind !== "decision";
   const decisions = wantDecisions ? yield* all<DecisionRow>(...select("decision_records", DECISION_COLUMNS, "published_at_ms", DECISION, filter, after, limit + 1, direction)) : [];
@@ -138,10 +155,15 @@ function* walk(filter: HistoryFilter, after: Position | null, limit: number, dir
     if (takeDecision) rows.push({ kind: "decision", row: decisions[d++]! });
     else rows.push({ kind: "merge", row: merges[m++]! });
   }
-  if (rows.length <= limit) return { rows, next: null };
-  const page = rows.slice(0, limit);
+  return rows;
+}
+
+/** The first `count` rows as a page, with the cursor after its last row when rows follow it. */
+function cut(rows: readonly Fetched[], count: number, direction: Direction): { page: Fetched[]; next: string | null } {
+  if (rows.length <= count) return { page: [...rows], next: null };
+  const page = rows.slice(0, count);
   const last = page.at(-1)!;
-  return { rows: page, next: encodeHistoryCursor(direction, positionOf(last.kind === "decision" ? DECISION : MERGE, last.row)) };
+  return { page, next: encodeHistoryCursor(direction, positionOf(last.kind === "decision" ? DECISION : MERGE, last.row)) };
 }
 
 function positionOf(kind: Position["kind"], row: { id: number; t: number }): Position {
