@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import { RECORD_HEAD as HEAD, RECORD_MERGE_COMMIT as MERGE_COMMIT, recordBody as body, type SeedDecision, type SeedMerge, seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
+import { encodeRecordBody } from "../records/codec.ts";
 import type { HistoryFilter, HistoryRecord, HistorySummary, RecordId } from "../records/schema.ts";
 import {
   decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_BATCH_BYTES, MAX_HISTORY_PAGE, migrateDatabase, one, openStore,
@@ -227,4 +228,16 @@ test("a cursor names a position that decodes to itself", () => {
   const at = { time: 1_790_000_000_123, kind: 1 as const, id: 9_007_199_254_740_991 };
   expect(decodeHistoryCursor(encodeHistoryCursor("newest", at), "newest")).toEqual(at);
   expect(encodeHistoryCursor("newest", at)).toMatch(/^[A-Za-z0-9_-]+$/);
+});
+
+test("a decision pruned between a page's statements is left out of the page, not failed", () => {
+  const op = listHistory({ kind: "decision" }, null, 10);
+  const keys = op.next();
+  expect(keys.done).toBe(false);
+  const rows = [2, 1].map((id) => ({ id, confirmed_at_ms: 5, break_glass: false, t: 4, body_bytes: 10 }));
+  const bodies = op.next(rows);
+  expect(!bodies.done && "sql" in bodies.value && bodies.value.sql).toContain("where id in ($1, $2)");
+  const kept = encodeRecordBody(body()).bytes;
+  const end = op.next([{ id: 2, body: kept }]); // record 1 was pruned meanwhile
+  expect(end.done && end.value.items.map((item) => item.id)).toEqual(["d2"]);
 });

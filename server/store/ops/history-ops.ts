@@ -86,7 +86,7 @@ export function* listHistory(filter: HistoryFilter, cursor: string | null, limit
   checkLimit(limit, MAX_HISTORY_PAGE, "listHistory");
   const after = cursor === null ? null : decodeHistoryCursor(cursor, "newest");
   const { page, next } = cut(yield* walk(filter, after, limit, "newest"), limit, "newest");
-  return { schema_version: RECORD_SCHEMA_VERSION, items: page.map(summaryOf), next_cursor: next };
+  return { schema_version: RECORD_SCHEMA_VERSION, items: (yield* withBodies(page)).map(summaryOf), next_cursor: next };
 }
 
 /** The oldest records matching `filter` after `after` (null: from the oldest), whole, at most `limit` (1..MAX_HISTORY_BATCH). */
@@ -104,7 +104,7 @@ export function* readHistoryBatch(
     if (bytes > maxBytes && fit > 0) break;
   }
   const { page, next } = cut(rows, fit, "oldest");
-  return { records: page.map(recordOf), next };
+  return { records: (yield* withBodies(page)).map(recordOf), next };
 }
 
 /** One record by its id, whole; null when there is none (pruned, or never written). */
@@ -112,7 +112,7 @@ export function* readHistoryRecord(id: RecordId): Op<HistoryRecord | null> {
   const parsed = parseRecordId(id);
   if (parsed === null) return null;
   if (parsed.kind === "decision") {
-    const row = yield* one<DecisionRow>(`select ${DECISION_COLUMNS} from decision_records where id = $1`, parsed.id);
+    const row = yield* one<DecisionRow>(`select ${DECISION_COLUMNS}, body from decision_records where id = $1`, parsed.id);
     return row === null ? null : decisionOf(row);
   }
   const row = yield* one<MergeRow>(`select ${MERGE_COLUMNS} from merge_records where id = $1`, parsed.id);
@@ -123,7 +123,7 @@ function checkLimit(limit: number, max: number, name: string): void {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > max) throw new RangeError(`${name}: limit must be 1..${max}`);
 }
 
-type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: unknown; t: number; body_bytes: number; body: Uint8Array };
+type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: unknown; t: number; body_bytes: number; body?: Uint8Array };
 type MergeRow = {
   id: number; installation_id: number; repository_id: number; repository_full_name: string; pull_number: number; head_sha: string;
   merge_commit_sha: string | null; merged_by_id: number | null; merged_by_login: string | null; merged_at_ms: number | null;
@@ -131,7 +131,8 @@ type MergeRow = {
 };
 type Fetched = { readonly kind: "decision"; readonly row: DecisionRow } | { readonly kind: "merge"; readonly row: MergeRow };
 
-const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body_bytes, body";
+/** Without the body: a page's bodies are read after it is cut (withBodies), so rows past the page never load theirs. */
+const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body_bytes";
 const MERGE_COLUMNS = `id, installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
   merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms as t`;
 
@@ -156,6 +157,22 @@ function* walk(filter: HistoryFilter, after: Position | null, limit: number, dir
     else rows.push({ kind: "merge", row: merges[m++]! });
   }
   return rows;
+}
+
+/**
+ * The page's decision bodies, read by ID in one statement. A record pruned since the page was read (PostgreSQL reads each
+ * statement at its own snapshot) is left out: it is gone.
+ */
+function* withBodies(page: readonly Fetched[]): Op<Fetched[]> {
+  const ids = page.flatMap((fetched) => (fetched.kind === "decision" ? [Number(fetched.row.id)] : []));
+  if (ids.length === 0) return [...page];
+  const rows = yield* all<{ id: number; body: Uint8Array }>(`select id, body from decision_records where id in (${ids.map((_, i) => `$${i + 1}`).join(", ")})`, ...ids);
+  const bodies = new Map(rows.map((row) => [Number(row.id), row.body]));
+  return page.flatMap((fetched): Fetched[] => {
+    if (fetched.kind === "merge") return [fetched];
+    const body = bodies.get(Number(fetched.row.id));
+    return body === undefined ? [] : [{ kind: "decision", row: { ...fetched.row, body } }];
+  });
 }
 
 /** The first `count` rows as a page, with the cursor after its last row when rows follow it. */
@@ -219,6 +236,7 @@ function iso(ms: number | null): string | null {
 }
 
 function decisionOf(row: DecisionRow): DecisionRecord {
+  if (row.body === undefined) throw new Error("history-ops: a decision row without its body");
   return decisionRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms }, decodeRecordBody(row.body));
 }
 
