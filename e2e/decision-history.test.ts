@@ -60,7 +60,9 @@ describe.each(BACKENDS)("decision history through the operator routes on %s", (b
     const whole = await api<MergeRecord>(`/api/decisions/${unapproved!.id}`);
     expect(whole).toMatchObject({ id: unapproved!.id, installation_id: scenario.installationId, unapproved: true, recovered: false });
 
-    // Newest first across both kinds, and the pages of two join up to the whole list.
+    // Newest first across both kinds, and the pages of two join up to the whole list (once the service has finished its work:
+    // a later publication adds a record, and a retried unconfirmed one moves to its new time).
+    await h.waitForDrainedQueue();
     const items = (await list("limit=100")).items;
     const times = items.map((i) => Date.parse(i.kind === "merge" ? i.recorded_at : i.published_at));
     expect(times).toEqual([...times].sort((a, b) => b - a));
