@@ -1,10 +1,12 @@
-// The only place that talks HTTP to the forge: App JWT and installation tokens through @octokit/app, a timeout on every request,
-// errors classified into ForgeError (errors.ts). Installation tokens carry explicit permissions without statuses (spec
-// "Authentication") and live only in @octokit/auth-app's in-memory cache; they are never persisted or logged.
-import { App } from "@octokit/app";
+// The only place that talks HTTP to the forge: App JWT and installation tokens through @octokit/auth-app, a timeout on every
+// request, errors classified into ForgeError (errors.ts). Installation tokens carry explicit permissions without statuses
+// (spec "Authentication") and live only in @octokit/auth-app's in-memory cache, the App JWT only in app-jwt.ts's; they are
+// never persisted or logged.
+import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/core";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
+import { createAppJwtSource } from "./app-jwt.ts";
 import { classifyForgeError, ForgeError } from "./errors.ts";
 import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Permit, type Priority } from "./governor.ts";
 
@@ -110,7 +112,7 @@ export interface Transport {
 export function createTransport(options: TransportOptions): Transport {
   const baseFetch = options.fetch ?? globalThis.fetch;
   // A fresh timeout signal per request: one made at startup would expire once for all (RECIPES 7). The API version header is
-  // set here because @octokit/core has no default-headers option and the token exchange uses @octokit/app's own instance.
+  // set here because @octokit/core has no default-headers option and the token exchange uses auth-app's own request.
   const timeoutFetch = ((input: RequestInfo | URL, init?: RequestInit) => {
     const timeout = AbortSignal.timeout(options.requestTimeoutMs);
     const headers = new Headers(init?.headers);
@@ -125,7 +127,10 @@ export function createTransport(options: TransportOptions): Transport {
     userAgent: options.userAgent ?? "codeowner-approval-service",
     request: { fetch: timeoutFetch },
   });
-  const app = new App({ appId: options.appId, privateKey: options.privateKey, Octokit: ForgeOctokit, log: quiet });
+  // The App's Octokit, as @octokit/app made it, but with the App JWTs minted by app-jwt.ts (one kept for a while) instead
+  // of auth-app minting one for every request it signs.
+  const createJwt = createAppJwtSource({ appId: options.appId, privateKey: options.privateKey });
+  const appOctokit = new ForgeOctokit({ authStrategy: createAppAuth, auth: { appId: options.appId, createJwt }, log: quiet });
   const userAgent = options.userAgent ?? "codeowner-approval-service";
   const baseUrl = options.apiUrl.replace(/\/+$/, "");
   // Each installation's token as @octokit/auth-app last gave it, asked again at most once a TOKEN_RECHECK_MS (auth-app
@@ -138,7 +143,7 @@ export function createTransport(options: TransportOptions): Transport {
     const known = tokens.get(installationId);
     if (!refresh && known && Date.now() < known.recheckAt) return known.token;
     try {
-      const auth = (await app.octokit.auth({ type: "installation", installationId, permissions: { ...INSTALLATION_PERMISSIONS }, refresh })) as { token: string; expiresAt?: string };
+      const auth = (await appOctokit.auth({ type: "installation", installationId, permissions: { ...INSTALLATION_PERMISSIONS }, refresh })) as { token: string; expiresAt?: string };
       const expiresAt = auth.expiresAt ? Date.parse(auth.expiresAt) : Number.NaN;
       const recheckAt = Math.min(Date.now() + TOKEN_RECHECK_MS, Number.isNaN(expiresAt) ? Number.POSITIVE_INFINITY : expiresAt - TOKEN_EXPIRY_MARGIN_MS);
       tokens.set(installationId, { token: auth.token, recheckAt });
@@ -284,7 +289,7 @@ export function createTransport(options: TransportOptions): Transport {
     appId: options.appId,
     app: (route, params, call) =>
       send(APP_SCOPE, route, params, call, async (rest, headers, signal) => {
-        const response = await app.octokit.request(route, { ...rest, headers, ...(signal ? { request: { signal } } : {}) });
+        const response = await appOctokit.request(route, { ...rest, headers, ...(signal ? { request: { signal } } : {}) });
         return { data: response.data, headers: response.headers as ForgeResponse["headers"], status: response.status };
       }),
     async installation(installationId, route, params, call) {
