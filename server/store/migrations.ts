@@ -15,6 +15,8 @@ import pg0007 from "../../migrations/postgres/0007_open_pull_base.sql" with { ty
 import lite0007 from "../../migrations/sqlite/0007_open_pull_base.sql" with { type: "text" };
 import pg0008 from "../../migrations/postgres/0008_decision_records.sql" with { type: "text" };
 import lite0008 from "../../migrations/sqlite/0008_decision_records.sql" with { type: "text" };
+import pg0009 from "../../migrations/postgres/0009_open_pull_seen_hour.sql" with { type: "text" };
+import lite0009 from "../../migrations/sqlite/0009_open_pull_seen_hour.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -32,6 +34,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "0006_open_pull_index", postgres: pg0006, sqlite: lite0006 },
   { version: 7, name: "0007_open_pull_base", postgres: pg0007, sqlite: lite0007 },
   { version: 8, name: "0008_decision_records", postgres: pg0008, sqlite: lite0008 },
+  // 0008 is another change's (issue 28).
+  { version: 9, name: "0009_open_pull_seen_hour", postgres: pg0009, sqlite: lite0009 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

@@ -118,16 +118,21 @@ export function* readIndexPage(repositoryId: number, afterNumber: number | null,
 /** Index rows removed per pruning transaction. */
 export const INDEX_PRUNE_BATCH = 1_000;
 
+/** The hour a row was last seen, as migration 0009's `seen_hour` column computes it from seen_at_ms. */
+export const SEEN_HOUR_MS = 3_600_000;
+
 /**
  * Removes, fenced by the reconciler lease, up to `batch` index rows not seen since `cutoffMs` (a repository no longer listed:
- * every complete listing renews what it sees). Returns the number removed, or null when the lease was lost.
+ * every complete listing renews what it sees). Returns the number removed, or null when the lease was lost. The rows are
+ * found by the hour they were last seen (migration 0009: no index holds seen_at_ms itself, so the rewrites of an unchanged
+ * row are HOT) and each is checked against the cutoff to the millisecond.
  */
 export function* pruneIndexBatch(lease: ElectionLease, cutoffMs: number, now: number, limit: number = INDEX_PRUNE_BATCH): Op<number | null> {
   if (!(yield* renewElectionLease(lease, now))) return null;
   return yield* run(
     `delete from open_pull_requests where (repository_id, pull_number) in (
-       select repository_id, pull_number from open_pull_requests where seen_at_ms < $1 order by seen_at_ms limit $2)`,
-    cutoffMs, limit,
+       select repository_id, pull_number from open_pull_requests where seen_hour <= $3 and seen_at_ms < $1 order by seen_hour limit $2)`,
+    cutoffMs, limit, Math.floor(cutoffMs / SEEN_HOUR_MS),
   );
 }
 
