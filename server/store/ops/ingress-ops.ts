@@ -2,7 +2,7 @@ import { batch, dialect, one, type Op, type Query, query, run } from "../op.ts";
 import { type IndexWrite, indexWrite } from "./open-pull-index.ts";
 import { type MergeInput, mergeRecordQuery, type RecordedMerge, recordedMergeOf } from "./record-ops.ts";
 import {
-  ADVANCE_INVALIDATED_SQL, advanceAndQueue, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, readDelivery,
+  ADVANCE_INVALIDATED_SQL, advanceAndQueue, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, MERGE_LEFT_HEAD, readDelivery,
   queueInstallationFanout, queueRepositoryFanout, type RepositoryRef, retainDelivery, SETTLE_INVALIDATION_SQL, settleHeadInvalidation,
 } from "./work-rows.ts";
 
@@ -122,7 +122,7 @@ function leftHead(input: DirectTrigger): string | null {
 }
 
 /**
- * acceptDirectTrigger on PostgreSQL, as data-modifying CTEs: every write hangs off `heads`, which exists only when the delivery
+ * acceptDirectTrigger on PostgreSQL, as data-modifying CTEs: every write hangs off `head`, which exists only when the delivery
  * ID was not yet retained; the delivery row carries the new S. A copy of the same delivery accepted at the same moment makes
  * the final insert fail on the primary key, the whole statement rolls back, and the store runs it again (it then finds the
  * retained copy and does nothing).
@@ -135,64 +135,120 @@ function leftHead(input: DirectTrigger): string | null {
  * head's row add no statement and no round trip (issue 26). A live row of the delivery's head merges as MERGE_INTO_LIVE_ROW;
  * one of the old head as MERGE_LEFT_HEAD (work-rows.ts: only marked to run again). It also answers the head's remembered
  * check run as the statement's snapshot holds it (a reader: it locks nothing).
+ *
+ * The statement has only the parts its delivery writes (issue 26 item 8): a rerequest has no pull request parts, a delivery
+ * that is not a pull_request event no index part, and only a `synchronize` that left a head the old head's row. Parts that
+ * a parameter switched off still cost PostgreSQL their plan nodes at every execution (the generic plan of a prepared
+ * statement keeps them all), so each shape is a statement of its own (at most seven, each prepared once per connection).
  */
 function acceptInOneStatement(input: DirectTrigger): Query {
-  return query(
-    "one",
-    `with head as (
+  const params: unknown[] = [];
+  const placed = new Map<string, string>();
+  /** The placeholder of a named parameter, numbered in the order of first use (so one shape is always one text). */
+  const $ = (name: string, value: unknown, type: string) => {
+    let at = placed.get(name);
+    if (at === undefined) {
+      params.push(value);
+      at = `$${params.length}::${type}`;
+      placed.set(name, at);
+    }
+    return at;
+  };
+  const pull = input.pullNumber !== null;
+  const index = pull ? input.index?.kind ?? null : null;
+  const left = leftHead(input);
+  const inst = $("installation", input.installationId, "bigint");
+  const repo = $("repository", input.repositoryId, "bigint");
+  const sha = $("head", input.headSha, "text");
+  const now = $("now", input.now, "bigint");
+  const parts = [
+    `head as (
         insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, check_untried)
-        select $1::bigint, $2::bigint, $5::text, 1, 0, $7::bigint, 1 where not exists (select 1 from webhook_deliveries where delivery_id = $8::text)
+        select ${inst}, ${repo}, ${sha}, 1, 0, ${now}, 1 where not exists (select 1 from webhook_deliveries where delivery_id = ${$("delivery", input.deliveryId, "text")})
         on conflict (repository_id, head_sha) do update set shared_generation = head_generations.shared_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning shared_generation
-      ), pull as (
+      )`,
+  ];
+  if (pull) {
+    parts.push(`pull as (
         insert into pull_generations (installation_id, repository_id, pull_number, evaluation_generation, updated_at_ms)
-        select $1::bigint, $2::bigint, $6::integer, 1, $7::bigint from head where $6::integer is not null
+        select ${inst}, ${repo}, ${$("pull", input.pullNumber, "integer")}, 1, ${now} from head
         on conflict (repository_id, pull_number) do update set evaluation_generation = pull_generations.evaluation_generation + 1, updated_at_ms = excluded.updated_at_ms
         returning evaluation_generation
-      ), indexed as (
+      )`);
+  }
+  if (index === "upsert") {
+    const baseRef = input.index?.kind === "upsert" ? input.index.baseRef : null;
+    parts.push(`indexed as (
         insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
-        select $1::bigint, $2::bigint, $6::integer, $5::text, $14::text, $7::bigint, null from pull where $13::text = 'upsert'
+        select ${inst}, ${repo}, ${$("pull", input.pullNumber, "integer")}, ${sha}, ${$("base", baseRef, "text")}, ${now}, null from pull
         on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null
         returning 1
-      ), unindexed as (
-        delete from open_pull_requests where $13::text = 'delete' and repository_id = $2::bigint and pull_number = $6::integer and exists (select 1 from pull)
+      )`);
+  } else if (index === "delete") {
+    parts.push(`indexed as (
+        delete from open_pull_requests where repository_id = ${repo} and pull_number = ${$("pull", input.pullNumber, "integer")} and exists (select 1 from pull)
         returning 1
-      ), invalidation as (
+      )`);
+  }
+  // What the invalidation rows wait for: the index write (which may remove nothing, hence a count), else the pull request's E.
+  const afterPrevious = index !== null ? "(select count(*) from indexed) >= 0" : pull ? "exists (select 1 from pull)" : "true";
+  const owner = $("owner", input.owner, "text");
+  const name = $("name", input.name, "text");
+  const runAt = $("run_at", input.heldUntil ?? input.now, "bigint");
+  if (left === null) {
+    parts.push(`invalidation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
-        select 'head_invalidation', 0, $1::bigint, $2::bigint, $3::text, $4::text, w.head_sha, w.shared_generation, w.run_at_ms, $7::bigint, $7::bigint from (
-          select $5::text as head_sha, shared_generation, $11::bigint as run_at_ms from head
+        select 'head_invalidation', 0, ${inst}, ${repo}, ${owner}, ${name}, ${sha}, shared_generation, ${runAt}, ${now}, ${now} from head
+        where ${afterPrevious}
+        on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
+        do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
+        returning 1
+      )`);
+  } else {
+    const leftSha = $("left", left, "text");
+    parts.push(`invalidation as (
+        insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, head_sha, shared_generation, run_at_ms, created_at_ms, updated_at_ms)
+        select 'head_invalidation', 0, ${inst}, ${repo}, ${owner}, ${name}, w.head_sha, w.shared_generation, w.run_at_ms, ${now}, ${now} from (
+          select ${sha} as head_sha, shared_generation, ${runAt} as run_at_ms from head
           union all
-          select $12::text, coalesce((select shared_generation from head_generations where repository_id = $2::bigint and head_sha = $12::text), 0), $7::bigint from head where $12::text is not null
+          select ${leftSha}, coalesce((select shared_generation from head_generations where repository_id = ${repo} and head_sha = ${leftSha}), 0), ${now} from head
         ) w
-        where ($6::integer is null or exists (select 1 from pull)) and (select count(*) from indexed) + (select count(*) from unindexed) >= 0
+        where ${afterPrevious}
         order by w.head_sha
         on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
-        do update set shared_generation = case when jobs.head_sha = $5::text then excluded.shared_generation else jobs.shared_generation end,
-          merges = jobs.merges + 1, updated_at_ms = excluded.updated_at_ms,
-          run_at_ms = case when jobs.head_sha = $5::text and jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end,
-          background = case when jobs.head_sha = $5::text and excluded.background < jobs.background then excluded.background else jobs.background end
+        do update set shared_generation = case when jobs.head_sha = ${sha} then excluded.shared_generation else jobs.shared_generation end,
+          ${MERGE_LEFT_HEAD},
+          run_at_ms = case when jobs.head_sha = ${sha} and jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end,
+          background = case when jobs.head_sha = ${sha} and excluded.background < jobs.background then excluded.background else jobs.background end
         returning 1
-      ), evaluation as (
+      )`);
+  }
+  if (pull) {
+    parts.push(`evaluation as (
         insert into jobs (kind, priority, installation_id, repository_id, repository_owner, repository_name, pull_number, head_sha, evaluation_generation, authority_epoch, run_at_ms, created_at_ms, updated_at_ms)
-        select 'evaluation', 4, $1::bigint, $2::bigint, $3::text, $4::text, $6::integer, $5::text, evaluation_generation,
-          coalesce((select authority_epoch from installation_epochs where installation_id = $1::bigint), 0), $11::bigint, $7::bigint, $7::bigint from pull
+        select 'evaluation', 4, ${inst}, ${repo}, ${owner}, ${name}, ${$("pull", input.pullNumber, "integer")}, ${sha}, evaluation_generation,
+          coalesce((select authority_epoch from installation_epochs where installation_id = ${inst}), 0), ${runAt}, ${now}, ${now} from pull
         where exists (select 1 from invalidation)
         on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
         do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
           repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}
         returning 1
-      ), delivery as (
+      )`);
+  }
+  parts.push(`delivery as (
         insert into webhook_deliveries (delivery_id, event, action, installation_id, repository_id, pull_number, head_sha, received_at_ms, shared_generation)
-        select $8::text, $9::text, $10::text, $1::bigint, $2::bigint, $6::integer, $5::text, $7::bigint, shared_generation from head
-        where exists (select 1 from invalidation) and ($6::integer is null or exists (select 1 from evaluation))
+        select ${$("delivery", input.deliveryId, "text")}, ${$("event", input.event, "text")}, ${$("action", input.action, "text")}, ${inst}, ${repo}, ${pull ? $("pull", input.pullNumber, "integer") : "null::integer"}, ${sha}, ${now}, shared_generation from head
+        where exists (select 1 from ${pull ? "evaluation" : "invalidation"})
         returning shared_generation
-      )
-      select shared_generation, (select evaluation_generation from pull) as evaluation_generation,
-        (select check_run_id from head_checks where repository_id = $2::bigint and head_sha = $5::text) as check_run_id
+      )`);
+  return query(
+    "one",
+    `with ${parts.join(", ")}
+      select shared_generation, ${pull ? "(select evaluation_generation from pull)" : "null::bigint"} as evaluation_generation,
+        (select check_run_id from head_checks where repository_id = ${repo} and head_sha = ${sha}) as check_run_id
       from delivery`,
-    input.installationId, input.repositoryId, input.owner, input.name, input.headSha, input.pullNumber, input.now, input.deliveryId, input.event, input.action,
-    input.heldUntil ?? input.now, leftHead(input),
-    input.pullNumber === null ? null : input.index?.kind ?? null, input.index?.kind === "upsert" ? input.index.baseRef : null,
+    ...params,
   );
 }
 
