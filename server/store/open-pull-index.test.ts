@@ -49,6 +49,17 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }]);
   });
 
+  test("a closing delivery for a pull request the index does not hold is accepted with all its work", async () => {
+    await open();
+    const accepted = await deliver(9, H1, { action: "closed", index: { kind: "delete" } });
+    expect(accepted).toMatchObject({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1 });
+    const work = await store.execute(function* () {
+      return (yield* all<{ kind: string }>("select kind from jobs where repository_id = 40 order by kind")).map((row) => row.kind);
+    });
+    expect(work).toEqual(["evaluation", "head_invalidation"]);
+    expect(await rows()).toEqual([]);
+  });
+
   test("a synchronize queues the invalidation of the head it left in the same acceptance, at that head's S, without advancing it", async () => {
     await open();
     await deliver(7, H2, { index: { kind: "upsert", baseRef: "main" } });

@@ -313,6 +313,28 @@ describe("the webhook hot path's operations on PostgreSQL", () => {
     expect(alone(postgresSteps(acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 4, headSha: head, now: 1, heldUntil: 5 })))).toBe(true);
   });
 
+  test("an acceptance's statement has only the parts its delivery writes, one text per shape of delivery", () => {
+    const text = (extra: Partial<Parameters<typeof acceptDirectTrigger>[0]>) => {
+      const [step] = postgresSteps(acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 4, headSha: head, now: 1, heldUntil: 5, ...extra }));
+      const sql = (step as { batch: { sql: unknown }[] }).batch[0]!.sql;
+      return typeof sql === "string" ? sql : (sql as { postgresql: string }).postgresql;
+    };
+    const opened = text({ index: { kind: "upsert", baseRef: "main" } });
+    const closed = text({ action: "closed", index: { kind: "delete" } });
+    const moved = text({ action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: "f".repeat(40) });
+    const review = text({ event: "pull_request_review", action: "submitted" });
+    const rerequest = text({ event: "check_run", action: "rerequested", pullNumber: null });
+    expect(new Set([opened, closed, moved, review, rerequest]).size).toBe(5);
+    // The same shape with other values is the same text: it is prepared once per connection.
+    expect(text({ deliveryId: "d2", pullNumber: 99, headSha: "1".repeat(40), now: 7, heldUntil: 9, index: { kind: "upsert", baseRef: null } })).toBe(opened);
+    expect(rerequest).not.toMatch(/pull_generations|open_pull_requests|'evaluation'/);
+    expect(review).not.toMatch(/open_pull_requests/);
+    for (const sql of [opened, closed, review, rerequest]) expect(sql).not.toMatch(/union all/);
+    expect(moved).toMatch(/union all/);
+    expect(opened).not.toMatch(/delete from open_pull_requests/);
+    expect(closed).not.toMatch(/insert into open_pull_requests/);
+  });
+
   test("releasing the work of a fast path that did not settle its head is one statement sent alone", () => {
     expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1300 })))).toBe(true);
     expect(alone(postgresSteps(releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: null, now: 1300 })))).toBe(true);
