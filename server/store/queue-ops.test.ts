@@ -316,8 +316,9 @@ describe("the webhook hot path's operations on PostgreSQL", () => {
   test("an acceptance's statement has only the parts its delivery writes, one text per shape of delivery", () => {
     const text = (extra: Partial<Parameters<typeof acceptDirectTrigger>[0]>) => {
       const [step] = postgresSteps(acceptDirectTrigger({ ...repo, deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 4, headSha: head, now: 1, heldUntil: 5, ...extra }));
-      const sql = (step as { batch: { sql: unknown }[] }).batch[0]!.sql;
-      return typeof sql === "string" ? sql : (sql as { postgresql: string }).postgresql;
+      if (step === undefined || !isBatch(step)) throw new Error("not one batch");
+      const sql = step.batch[0]!.sql;
+      return typeof sql === "string" ? sql : sql.postgresql;
     };
     const opened = text({ index: { kind: "upsert", baseRef: "main" } });
     const closed = text({ action: "closed", index: { kind: "delete" } });
