@@ -185,7 +185,7 @@ async function startTarget(binary: { name: string; path: string }) {
   };
 }
 
-const targets = [];
+const targets: Awaited<ReturnType<typeof startTarget>>[] = [];
 for (const binary of binaries) targets.push(await startTarget(binary));
 for (const target of targets) await drive(4, 100, target.send); // warm-up: token, prepared statements, checks created
 const bodyBytes = targets[0]!.bodyBytes;
@@ -253,5 +253,14 @@ console.log(JSON.stringify({
   targets: {
     ...(at32 ? { [`${last}: ingest >= 50% of baseline at concurrency 32`]: at32.ingest_vs_baseline >= 0.5 } : {}),
     ...(at8 ? { [`${last}: p99 ack < 50 ms at concurrency 8`]: at8.ingest.p99_ms < 50 } : {}),
+    // No regression against the first (older) build, level by level: the median of the per-round rate ratios (each round
+    // runs both builds back to back) is at least 1, and the median p99 is no higher.
+    ...Object.fromEntries(targets.length < 2 ? [] : results.flatMap((result) => {
+      const ratios = (result.per_round_rate_ratio as Record<string, number[]>)[`${last}/${targets[0]!.name}`]!;
+      return [
+        [`${last}: rate >= ${targets[0]!.name}'s at concurrency ${result.concurrency}`, medianOf(ratios) >= 1],
+        [`${last}: median p99 <= ${targets[0]!.name}'s at concurrency ${result.concurrency}`, result.builds[last]!.median_p99_ms <= result.builds[targets[0]!.name]!.median_p99_ms],
+      ];
+    })),
   },
 }, null, 2));
