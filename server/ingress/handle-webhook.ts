@@ -139,7 +139,7 @@ async function accept(
     if (outcome.kind === "accepted") {
       if (outcome.merge?.unapproved) reportUnapprovedMerge(deps, { installationId: mapping.repository.installationId, repositoryId: mapping.repository.repositoryId, pullNumber: mapping.pullNumber, headSha: mapping.headSha, record: outcome.merge.id, recovered: false });
       if (deps.fastPath === null) return failure(503, "not_configured");
-      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration, rememberedCheckRunId: outcome.rememberedCheckRunId }, fastPathEnds, deadline);
+      await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration, rememberedCheckRunId: outcome.rememberedCheckRunId }, fastPathEnds, deadline, outcome.holdsWork);
       return { status: 202, body: { accepted: true, queued: true } };
     }
     // A retained duplicate: the fast path is retried only while its invalidation is still pending.
@@ -161,9 +161,10 @@ async function accept(
 /**
  * One attempt, ending by `endsAt` (a `performance.now()` time); a forge error or running out of time leaves the invalidation
  * pending (the 202 stands). As it ends, the work its delivery was accepted with is released, by the answer's deadline: the
- * evaluation, and the invalidation when the fast path did not settle it.
+ * evaluation, and the invalidation when the fast path did not settle it; unless `holdsWork` says the acceptance found both
+ * already claimable (a duplicate's retry does not know, and releases).
  */
-async function attemptFastPath(deps: WebhookDeps, input: FastPathInput, endsAt: number, deadline: number) {
+async function attemptFastPath(deps: WebhookDeps, input: FastPathInput, endsAt: number, deadline: number, holdsWork = true) {
   const budgetMs = Math.floor(endsAt - performance.now());
   let result: FastPathResult | null = null;
   if (budgetMs <= 0) {
@@ -181,8 +182,9 @@ async function attemptFastPath(deps: WebhookDeps, input: FastPathInput, endsAt: 
       deps.log.info({ reason: error instanceof Error && error.name === "ForgeError" ? (error as { kind?: string }).kind : "deadline_or_error" }, "fast-path invalidation left pending for the worker");
     }
   }
-  // A fast path that settled its head released its evaluation as it did (markHeadInvalidated).
-  if (result?.settling) return result;
+  // A fast path that settled its head released its evaluation as it did (markHeadInvalidated); with nothing held (the
+  // delivery merged into rows already claimable), there is nothing to release.
+  if (result?.settling || !holdsWork) return result;
   // Best effort, and only while the answer's deadline allows: without it the rows still run at the time they were held
   // until, which is when the fast path ended (so with no time left, they are claimable already). Sent together with the
   // releases of other fast paths ending at the same time (release-batcher.ts). The answer does not wait for it (issue 26

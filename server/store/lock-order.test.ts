@@ -186,7 +186,7 @@ describe("deadlock retry on postgresql", () => {
 
   test("a webhook acceptance aborted by a deadlock runs again and is accepted", async () => {
     const { outcome, reasons } = await acceptAgainstOppositeOrder(4);
-    expect(outcome).toEqual({ value: { kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2, rememberedCheckRunId: null } });
+    expect(outcome).toEqual({ value: { kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2, rememberedCheckRunId: null, holdsWork: false } });
     expect(reasons).toEqual(["deadlock"]);
   }, 30_000);
 

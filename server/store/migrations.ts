@@ -34,7 +34,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "0006_open_pull_index", postgres: pg0006, sqlite: lite0006 },
   { version: 7, name: "0007_open_pull_base", postgres: pg0007, sqlite: lite0007 },
   { version: 8, name: "0008_decision_records", postgres: pg0008, sqlite: lite0008 },
-  // 0008 is another change's (issue 28).
   { version: 9, name: "0009_open_pull_seen_hour", postgres: pg0009, sqlite: lite0009 },
 ];
 

@@ -75,7 +75,7 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     });
     // The old head sorting after the new one, then before it; the new head's row is held for its fast path, the old one's is not.
     const outcome = await deliver(7, H1, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H2, heldUntil: 5_000 }, 1_000);
-    expect(outcome).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 2, rememberedCheckRunId: null });
+    expect(outcome).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 2, rememberedCheckRunId: null, holdsWork: true });
     expect(await heads()).toEqual([[H1, 1], [H2, 2]]);
     expect(await invalidations()).toEqual([[H1, 1, 5_000], [H2, 2, 1_000]]);
     await store.execute(() => run("delete from jobs"));

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
-  openStore, readFences, releaseFastPathWork, releaseHeldWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, type Store, supersedeAndQueue,
+  openStore, readFences, releaseFastPathWork, releaseHeldWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, run, type Store, supersedeAndQueue,
 } from "./index.ts";
 import { isBatch, isDialectQuestion, type Op, type Step } from "./op.ts";
 
@@ -84,6 +84,27 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     expect((await claim("w", 6000))!.kind).toBe("evaluation");
   });
 
+  test("an acceptance says whether its work is held: fresh rows are; rows it merged into that were already claimable are not", async () => {
+    await open();
+    expect(await held("d1", 4, 1000, 6000)).toMatchObject({ kind: "accepted", holdsWork: true });
+    // A second delivery while the first fast path holds the rows: they stay held (at the earlier time).
+    expect(await held("d2", 4, 1100, 7000)).toMatchObject({ kind: "accepted", holdsWork: true });
+    await store.execute(() => releaseFastPathWork({ repositoryId: 300, headSha: head, pullNumber: 4, now: 1200 }));
+    // Merged into claimable rows (due earlier, kept): nothing for its fast path to release.
+    expect(await held("d3", 4, 1300, 8000)).toMatchObject({ kind: "accepted", holdsWork: false });
+    expect(await runAt("head_invalidation")).toEqual([1200]);
+    expect(await runAt("evaluation")).toEqual([1200]);
+    // Only one of the two claimable: still held.
+    await store.execute(() => run("update jobs set run_at_ms = 9000 where kind = 'evaluation'"));
+    expect(await held("d4", 4, 1400, 8000)).toMatchObject({ kind: "accepted", holdsWork: true });
+    // A leased row is the worker's, never held by an acceptance; a rerequest has only its head's row.
+    await store.execute(() => run("update jobs set run_at_ms = 1000"));
+    await claim("w", 1500, 60_000);
+    await claim("w", 1500, 60_000);
+    expect(await held("d5", 4, 1600, 9000)).toMatchObject({ kind: "accepted", holdsWork: false });
+    expect(await held("d6", null, 1700, 9000, "5".repeat(40))).toMatchObject({ kind: "accepted", holdsWork: true });
+  });
+
   test("a fast path that did not settle its head releases the head's invalidation and the pull request's evaluation", async () => {
     await open();
     await held("d1", 4, 1000, 6000);
@@ -135,10 +156,10 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
 
   test("an acceptance answers the head's shared generation and the pull request's evaluation generation (none for a rerequest)", async () => {
     await open();
-    expect(await trigger("d1", 4)).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1, rememberedCheckRunId: null });
-    expect(await trigger("d2", 4)).toEqual({ kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2, rememberedCheckRunId: null });
-    expect(await trigger("d3", 5)).toEqual({ kind: "accepted", sharedGeneration: 3, evaluationGeneration: 1, rememberedCheckRunId: null });
-    expect(await trigger("d4", null)).toEqual({ kind: "accepted", sharedGeneration: 4, evaluationGeneration: null, rememberedCheckRunId: null });
+    expect(await trigger("d1", 4)).toEqual({ kind: "accepted", sharedGeneration: 1, evaluationGeneration: 1, rememberedCheckRunId: null, holdsWork: false });
+    expect(await trigger("d2", 4)).toEqual({ kind: "accepted", sharedGeneration: 2, evaluationGeneration: 2, rememberedCheckRunId: null, holdsWork: false });
+    expect(await trigger("d3", 5)).toEqual({ kind: "accepted", sharedGeneration: 3, evaluationGeneration: 1, rememberedCheckRunId: null, holdsWork: false });
+    expect(await trigger("d4", null)).toEqual({ kind: "accepted", sharedGeneration: 4, evaluationGeneration: null, rememberedCheckRunId: null, holdsWork: false });
     expect(await trigger("d1", 4)).toEqual({ kind: "duplicate" });
   });
 

@@ -47,10 +47,14 @@ export type DirectTrigger = RepositoryRef & {
  * `evaluationGeneration`: the pull request's E after the acceptance (null for a rerequest, mapped by head alone).
  * `rememberedCheckRunId`: the head's remembered check run (head_checks) as the acceptance found it, null when none is: read by
  * the same statement, so the fast path that follows needs no read of its own (readHeadCheck) before its first forge request.
+ * `holdsWork`: whether the head's invalidation row or the pull request's evaluation row is pending and held past `now` after
+ * the acceptance (its own `heldUntil`, or an earlier one of another fast path in flight). False when the delivery merged into
+ * rows already claimable (a row due earlier keeps its run time): then there is nothing for releaseHeldWork to release, and a
+ * fast path that does not settle its head sends no release (issue 26 item 8: a statement less per such delivery).
  */
 export type DirectTriggerOutcome =
   | {
-    readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null; readonly rememberedCheckRunId: number | null;
+    readonly kind: "accepted"; readonly sharedGeneration: number; readonly evaluationGeneration: number | null; readonly rememberedCheckRunId: number | null; readonly holdsWork: boolean;
     /** The merge record this acceptance wrote (a merged `closed` delivery), else absent. */
     readonly merge?: RecordedMerge;
   }
@@ -76,11 +80,11 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
   if ((yield* dialect()) === "postgresql") {
     const [row, merged] = yield* batch([acceptInOneStatement(input), ...(merge ? [mergeRecordQuery(merge)] : [])], { last: true });
     if (row === null) return { kind: "duplicate" };
-    const accepted = row as { shared_generation: number; evaluation_generation: number | null; check_run_id: number | null };
+    const accepted = row as { shared_generation: number; evaluation_generation: number | null; check_run_id: number | null; holds_work: boolean };
     const recorded = merge ? recordedMergeOf(merged) : null;
     return {
       kind: "accepted", sharedGeneration: accepted.shared_generation, evaluationGeneration: accepted.evaluation_generation === null ? null : Number(accepted.evaluation_generation),
-      rememberedCheckRunId: accepted.check_run_id === null ? null : Number(accepted.check_run_id), ...(recorded ? { merge: recorded } : {}),
+      rememberedCheckRunId: accepted.check_run_id === null ? null : Number(accepted.check_run_id), holdsWork: accepted.holds_work === true, ...(recorded ? { merge: recorded } : {}),
     };
   }
   if (!(yield* retainDelivery(input))) return { kind: "duplicate" };
@@ -93,16 +97,19 @@ export function* acceptDirectTrigger(input: DirectTrigger): Op<DirectTriggerOutc
     }, input.now),
     query("run", "update webhook_deliveries set shared_generation = (select shared_generation from head_generations where repository_id = $1 and head_sha = $2) where delivery_id = $3", input.repositoryId, input.headSha, input.deliveryId),
     query("one", REMEMBERED_CHECK_SQL, input.repositoryId, input.headSha),
+    query("one", HELD_WORK_SQL, input.repositoryId, input.headSha, input.pullNumber, input.now),
     ...(merge ? [mergeRecordQuery(merge)] : []),
   ], { last: true });
   const [advanced, pulled] = results;
   const recorded = merge ? recordedMergeOf(results.pop()) : null;
-  const remembered = results.at(-1);
+  const held = results.at(-1) as { held: number };
+  const remembered = results.at(-2);
   // advanceAndQueue's second statement advances the pull request's E when there is one.
   const evaluationGeneration = input.pullNumber === null ? null : (pulled as { evaluation_generation: number }).evaluation_generation;
   const checkRunId = (remembered as { check_run_id: number } | null)?.check_run_id;
   return {
     kind: "accepted", sharedGeneration: (advanced as { shared_generation: number }).shared_generation, evaluationGeneration, rememberedCheckRunId: checkRunId === undefined ? null : Number(checkRunId),
+    holdsWork: Number(held.held) > 0,
     ...(recorded ? { merge: recorded } : {}),
   };
 }
@@ -115,6 +122,9 @@ function mergeOf(input: DirectTrigger): MergeInput | null {
 
 /** The head's remembered check run ($1 repository, $2 head), as readHeadCheck reads it. */
 const REMEMBERED_CHECK_SQL = "select check_run_id from head_checks where repository_id = $1 and head_sha = $2";
+/** How many of the head's invalidation row and the pull request's evaluation row ($1 repository, $2 head, $3 pull request) are held past $4. */
+const HELD_WORK_SQL = `select count(*) as held from jobs where repository_id = $1 and state = 'pending' and run_at_ms > $4
+  and ((kind = 'head_invalidation' and head_sha = $2) or (kind = 'evaluation' and pull_number = $3))`;
 
 /** The head a `synchronize` left, when it is another than the delivery's. */
 function leftHead(input: DirectTrigger): string | null {
@@ -134,7 +144,8 @@ function leftHead(input: DirectTrigger): string | null {
  * delivery row only after both work rows. It answers the new S and E (null E for a rerequest). The index write and the old
  * head's row add no statement and no round trip (issue 26). A live row of the delivery's head merges as MERGE_INTO_LIVE_ROW;
  * one of the old head as MERGE_LEFT_HEAD (work-rows.ts: only marked to run again). It also answers the head's remembered
- * check run as the statement's snapshot holds it (a reader: it locks nothing).
+ * check run as the statement's snapshot holds it (a reader: it locks nothing), and whether its work rows are held
+ * (`holdsWork`, from the rows the work parts wrote).
  *
  * The statement has only the parts its delivery writes (issue 26 item 8): a rerequest has no pull request parts, a delivery
  * that is not a pull_request event no index part, and only a `synchronize` that left a head the old head's row. Parts that
@@ -203,7 +214,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         where ${afterPrevious}
         on conflict (repository_id, head_sha) where kind = 'head_invalidation' and state <> 'dead'
         do update set shared_generation = excluded.shared_generation, ${MERGE_INTO_LIVE_ROW}
-        returning 1
+        returning (state = 'pending' and run_at_ms > ${now}) as held
       )`);
   } else {
     const leftSha = $("left", left, "text");
@@ -221,7 +232,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
           ${MERGE_LEFT_HEAD},
           run_at_ms = case when jobs.head_sha = ${sha} and jobs.state = 'pending' and excluded.run_at_ms < jobs.run_at_ms then excluded.run_at_ms else jobs.run_at_ms end,
           background = case when jobs.head_sha = ${sha} and excluded.background < jobs.background then excluded.background else jobs.background end
-        returning 1
+        returning (head_sha = ${sha} and state = 'pending' and run_at_ms > ${now}) as held
       )`);
   }
   if (pull) {
@@ -233,7 +244,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         on conflict (repository_id, pull_number) where kind = 'evaluation' and state <> 'dead'
         do update set head_sha = excluded.head_sha, evaluation_generation = excluded.evaluation_generation, authority_epoch = excluded.authority_epoch,
           repository_owner = excluded.repository_owner, repository_name = excluded.repository_name, ${MERGE_INTO_LIVE_ROW}
-        returning 1
+        returning (state = 'pending' and run_at_ms > ${now}) as held
       )`);
   }
   parts.push(`delivery as (
@@ -246,7 +257,8 @@ function acceptInOneStatement(input: DirectTrigger): Query {
     "one",
     `with ${parts.join(", ")}
       select shared_generation, ${pull ? "(select evaluation_generation from pull)" : "null::bigint"} as evaluation_generation,
-        (select check_run_id from head_checks where repository_id = ${repo} and head_sha = ${sha}) as check_run_id
+        (select check_run_id from head_checks where repository_id = ${repo} and head_sha = ${sha}) as check_run_id,
+        coalesce((select bool_or(held) from invalidation), false)${pull ? " or coalesce((select bool_or(held) from evaluation), false)" : ""} as holds_work
       from delivery`,
     ...params,
   );
