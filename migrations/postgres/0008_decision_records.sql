@@ -27,7 +27,10 @@ CREATE TABLE decision_records (
 CREATE INDEX decision_records_pull ON decision_records (repository_id, pull_number, id);
 CREATE INDEX decision_records_head ON decision_records (repository_id, head_sha, id);
 CREATE INDEX decision_records_published ON decision_records (published_at_ms, id);
-CREATE INDEX decision_records_repository_name ON decision_records (repository_full_name, id);
+-- The history's searches (server/store/ops/history-ops.ts) by name ignore letter case, as the forge does, and page by time.
+CREATE INDEX decision_records_repository_name ON decision_records (lower(repository_full_name), published_at_ms, id);
+CREATE INDEX decision_records_name_pull ON decision_records (lower(repository_full_name), pull_number, published_at_ms, id);
+CREATE INDEX decision_records_head_only ON decision_records (head_sha, published_at_ms, id);
 
 CREATE TABLE merge_records (
   id bigserial PRIMARY KEY,
@@ -51,4 +54,6 @@ CREATE TABLE merge_records (
 CREATE INDEX merge_records_commit ON merge_records (repository_id, merge_commit_sha);
 CREATE INDEX merge_records_head ON merge_records (repository_id, head_sha);
 CREATE INDEX merge_records_recorded ON merge_records (recorded_at_ms, id);
-CREATE INDEX merge_records_repository_name ON merge_records (repository_full_name, id);
+CREATE INDEX merge_records_repository_name ON merge_records (lower(repository_full_name), recorded_at_ms, id);
+CREATE INDEX merge_records_head_only ON merge_records (head_sha);
+CREATE INDEX merge_records_commit_only ON merge_records (merge_commit_sha);
