@@ -8,7 +8,7 @@ import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { DEFAULT_DECISION_RETENTION_DAYS } from "../records/schema.ts";
 import { reportUnapprovedMerge } from "../records/unapproved.ts";
-import { dueReason } from "./sweep.ts";
+import { dueReason, sweepOffsetMs } from "./sweep.ts";
 import { type OpenPullItem, type RejectionReason, type Validated, validateClosedPullRequests, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
 /**
@@ -33,12 +33,22 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateClosed
  *     ▼
  *   success only when nothing was marked partial.
  *
- * Merge recovery (DESIGN 3.10): per repository scanned, one conditional request for its most recently updated closed pull
- * requests (one page of 100). A 304 costs nothing more (no rate limit, no statement). Otherwise every merge on that page
+ * Merge recovery (DESIGN 3.10): per repository scanned, when it is due (below), one conditional request for its most recently
+ * updated closed pull requests (one page of 100). A 304 costs nothing more (no rate limit, no statement). Otherwise every merge on that page
  * merged within MERGE_RECOVERY_WINDOW_MS, and not before this database kept decision records, is recorded in one
  * lease-fenced transaction; a merge recorded already (its `closed` delivery came) is left as it is, and one recorded now is
  * `recovered` and reported like a delivered one when unapproved. A merge missed longer ago, or pushed off that page by 100
  * later closed pull requests before a scan, is not recovered (Residual risks).
+ *
+ * When it is due: a pull request that closes (merged or not) leaves the open listing, so the page it was on changes. A
+ * repository whose open listing was complete and answered 304 on every page (conditional on what this process kept) at every
+ * scan since its last recovery had no pull request close that was open when that listing was kept: its closed page is not
+ * asked, and a steady scan costs what it cost before merge recovery (issue 26 item 5: ceil(N/100) + 3 listing requests).
+ * Any other listing (a page changed, a listing incomplete, rejected or cut short) makes a recovery owed, kept until one
+ * succeeds. A pull request opened and merged between two scans never shows in the open listing: every repository's recovery
+ * is due also once per MERGE_RECOVERY_PERIOD_MS since its last one (less a fixed per-repository share of up to half the
+ * period, so recoveries that started together spread out). What the process knows is held in memory (MergeRecoveryState):
+ * a new process, or one that was not scanning, owes every repository a recovery at its first scan.
  */
 export type AttemptResult = "success" | "partial" | "failure" | "unelected";
 
@@ -47,6 +57,17 @@ export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstal
 
 /** How far back the reconciler recovers missed merges (by their merge time): a week of scans that could not run. */
 export const MERGE_RECOVERY_WINDOW_MS = 7 * 86_400_000;
+
+/** A repository's recovery is due at least once per this period (above): a merge opened and made between scans with its delivery lost is recovered within it (plus one scan interval). */
+export const MERGE_RECOVERY_PERIOD_MS = 3_600_000;
+
+/** Per repository (installation/repository ID): a recovery is owed (the open listing changed or was incomplete since the last one), and when the last one succeeded. */
+export type MergeRecoveryState = Map<string, { owed: boolean; lastAtMs: number }>;
+
+/** The repository's fixed share of the period taken off its next periodic recovery, in [0, period / 2) (a hash, as the sweep slot's). */
+export function recoveryStaggerMs(repositoryId: number, periodMs = MERGE_RECOVERY_PERIOD_MS): number {
+  return sweepOffsetMs(repositoryId, 0, Math.floor(periodMs / 2));
+}
 
 /**
  * Open pull requests listed per installation by the reconciler (DESIGN 3.6, 3.9; one page is 100 items): a repository is
@@ -75,6 +96,8 @@ export type AttemptSettings = {
   readonly fullSweepMs: number;
   /** SERVICE_DECISION_RETENTION_DAYS: decision and merge records older than this are pruned (default 400 days). */
   readonly decisionRetentionMs?: number;
+  /** What the merge recovery knows between attempts (the reconciler keeps one); absent: every repository's recovery is due. */
+  readonly mergeRecovery?: MergeRecoveryState;
 };
 
 export type AttemptReport = {
@@ -163,7 +186,26 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
    * Returns how many open pull requests were listed (counted against the installation's bound even when the listing broke).
    * A gap, a rejected page or a database error marks the attempt partial; a lost lease or a shutdown is thrown (Stop).
    */
+  const recovery: MergeRecoveryState = settings.mergeRecovery ?? new Map();
+  const recoveryKey = (ref: RepositoryRef) => `${ref.installationId}/${ref.repositoryId}`;
+  /** Repositories scanned by this attempt (a successful attempt forgets the state of the others). */
+  const scanned = new Set<string>();
   const scanRepository = async (ref: RepositoryRef, max: number): Promise<number> => {
+    const key = recoveryKey(ref);
+    scanned.add(key);
+    // Unless the listing proves every page unchanged (complete, every request answered 304), a recovery is owed: set however
+    // the scan ends (a Stop too), since the pages this listing kept are what the next listing's 304s are measured against.
+    const counter = { requests: 0, notModified: 0 };
+    let unchangedListing = false;
+    try {
+      const listed = await listRepository(ref, max, counter);
+      unchangedListing = listed.complete && counter.requests > 0 && counter.notModified === counter.requests;
+      return listed.count;
+    } finally {
+      if (!unchangedListing) recovery.set(key, { owed: true, lastAtMs: recovery.get(key)?.lastAtMs ?? Number.NEGATIVE_INFINITY });
+    }
+  };
+  const listRepository = async (ref: RepositoryRef, max: number, counter: { requests: number; notModified: number }): Promise<{ count: number; complete: boolean }> => {
     const where = { installation: ref.installationId, repository: ref.repositoryId };
     const indexListing = (): IndexListing => ({ installationId: ref.installationId, repositoryId: ref.repositoryId, listingId: newListingId(), startedAtMs: now(), lease: settings.lease });
     let listing = indexListing();
@@ -190,11 +232,11 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         unchanged += done.unchanged;
         queued += done.queued;
         kept += done.kept;
-      }, call);
+      }, { ...call, counter });
     } catch (error) {
       if (!(error instanceof PageProblem)) throw error;
       problem(error.code, { ...where, ...error.fields });
-      return listed;
+      return { count: listed, complete: false };
     } finally {
       counts.pullRequests += listed;
       counts.unchanged += unchanged;
@@ -208,7 +250,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       // A gap: over the bound, a failed request, a page that is not the list or breaks its list's promises.
       if (outcome.notList) problem("pull_requests_not_list", where);
       else problem("pull_requests_unavailable", { ...where, cause: outcome.cause });
-      return listed;
+      return { count: listed, complete: false };
     }
     // A complete listing replaces the repository's open-pull-request index rows (DESIGN 3.9): what every page of `listing`
     // upserted stays, and so does what a delivery wrote since the listing started; the rest goes. An incomplete one (above)
@@ -218,17 +260,27 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       completed = await store.execute(() => indexListingComplete(listing, now()));
     } catch (error) {
       problem("queue_failed", { ...where, code: errorCode(error) });
-      return listed;
+      return { count: listed, complete: false };
     }
     if (completed === null) throw new Stop("lease_lost");
-    return listed;
+    return { count: listed, complete: true };
   };
 
   /** The earliest merge time recovered: the window, and not before this database kept decision records (null: no recovery). */
   let recoverSince: number | null = null;
   /** One repository's missed merges (see above). A failure marks the attempt partial; a lost lease or a shutdown is thrown. */
-  const recoverMerges = async (ref: RepositoryRef): Promise<void> => {
-    if (recoverSince === null) return;
+  const recoverMergesIfDue = async (ref: RepositoryRef): Promise<void> => {
+    const key = recoveryKey(ref);
+    const known = recovery.get(key);
+    const at = now();
+    const periodic = known === undefined || at - known.lastAtMs >= MERGE_RECOVERY_PERIOD_MS - recoveryStaggerMs(ref.repositoryId);
+    if (known !== undefined && !known.owed && !periodic) return;
+    if (await recoverMerges(ref)) recovery.set(key, { owed: false, lastAtMs: at });
+    else recovery.set(key, { owed: true, lastAtMs: known?.lastAtMs ?? Number.NEGATIVE_INFINITY });
+  };
+  /** Returns whether the repository's recently closed pull requests were read and every merge on them recorded. */
+  const recoverMerges = async (ref: RepositoryRef): Promise<boolean> => {
+    if (recoverSince === null) return false;
     const where = { installation: ref.installationId, repository: ref.repositoryId };
     let answer: Awaited<ReturnType<ReconcileForge["listRecentlyClosedPullRequests"]>>;
     try {
@@ -236,27 +288,27 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     } catch (error) {
       interrupted();
       problem("closed_pull_requests_unavailable", { ...where, kind: (error as { kind?: string }).kind ?? "unknown" });
-      return;
+      return false;
     }
     interrupted();
-    if (answer.notModified) return;
+    if (answer.notModified) return true;
     const page = validateClosedPullRequests(answer.items, RECENTLY_CLOSED_PAGE);
     if (page.kind === "rejected") {
       problem(page.reason, where);
-      return;
+      return false;
     }
     const since = recoverSince;
     const merges: MergeInput[] = page.items.flatMap((pull) => pull.merge !== null && pull.merge.mergedAtMs !== null && pull.merge.mergedAtMs >= since ? [{
       installationId: ref.installationId, repositoryId: ref.repositoryId, repositoryFullName: `${ref.owner}/${ref.name}`, pullNumber: pull.number, headSha: pull.headSha,
       mergeCommitSha: pull.merge.mergeCommitSha, mergedBy: pull.merge.mergedBy, mergedAtMs: pull.merge.mergedAtMs, recovered: true, now: now(),
     }] : []);
-    if (merges.length === 0) return;
+    if (merges.length === 0) return true;
     let recorded;
     try {
       recorded = await store.execute(() => recordRecoveredMerges(settings.lease, merges, now()));
     } catch (error) {
       problem("queue_failed", { ...where, code: errorCode(error) });
-      return;
+      return false;
     }
     if (recorded === null) throw new Stop("lease_lost");
     counts.mergesRecovered += recorded.length;
@@ -264,6 +316,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       if (merge.unapproved && deps.metrics) reportUnapprovedMerge({ metrics: deps.metrics, log }, { installationId: ref.installationId, repositoryId: ref.repositoryId, pullNumber: merge.pullNumber, headSha: merge.headSha, record: merge.id, recovered: true });
     }
     if (recorded.length > 0) log.info({ ...where, recovered: recorded.length }, "reconciliation recovered merges whose closed delivery was missed");
+    return true;
   };
 
   /** One validated page: its index rows, its recorded evaluations, then its due pull requests queued. */
@@ -339,7 +392,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         const ref: RepositoryRef = { installationId: installation.id, repositoryId: repository.id, owner: repository.owner, name: repository.name };
         const listed = await scanRepository(ref, MAX_RECONCILE_PULL_REQUESTS - listedInInstallation);
         listedInInstallation += listed;
-        await recoverMerges(ref);
+        await recoverMergesIfDue(ref);
       }
     }
   } catch (error) {
@@ -352,7 +405,10 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   } finally {
     await keeper.stop();
   }
-  return report(problems.length === 0 ? "success" : "partial");
+  if (problems.length > 0) return report("partial");
+  // Every repository was covered: what is known of the ones no longer scanned is let go (bounded by the forge's repositories).
+  for (const key of recovery.keys()) if (!scanned.has(key)) recovery.delete(key);
+  return report("success");
 }
 
 /**

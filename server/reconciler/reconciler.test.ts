@@ -6,7 +6,7 @@ import {
   renewElectionLease, run, type Store,
 } from "../store/index.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
-import { MAX_RECONCILE_PULL_REQUESTS, RECONCILE_QUEUE_BATCH, type ReconcileForge } from "./attempt.ts";
+import { MAX_RECONCILE_PULL_REQUESTS, MERGE_RECOVERY_PERIOD_MS, RECONCILE_QUEUE_BATCH, type ReconcileForge, recoveryStaggerMs } from "./attempt.ts";
 import { createReconciler, RECONCILER_LEASE_NAME, RECONCILER_LEASE_TTL_MS, type Reconciler } from "./reconciler.ts";
 import { latestSlotMs, sweepOffsetMs } from "./sweep.ts";
 import {
@@ -366,6 +366,85 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
     expect(forge.calls).toEqual(["installations", "repositories:1", "pulls:1:acme/web", "closed:1:acme/web", "pulls:1:acme/api", "closed:1:acme/api"]);
     expect(forge.priorities).toEqual(["background", "background", "background", "background", "background", "background"]);
+  });
+
+  // The merge recovery's closed page (DESIGN 3.10) is asked only when a pull request may have closed unseen: the first scan,
+  // a listing that changed or was incomplete, a recovery that failed, or the repository's periodic recovery.
+  const LISTINGS = ["installations", "repositories:1", "pulls:1:acme/web"];
+  const ASKED = [...LISTINGS, "closed:1:acme/web"];
+  async function scanCalls(t: ReturnType<typeof make>, forge: ReturnType<typeof scriptedForge>, expected: Record<string, unknown> = { result: "success" }) {
+    const from = forge.calls.length;
+    expect(await t.reconciler.runOnce()).toMatchObject(expected);
+    return forge.calls.slice(from);
+  }
+
+  test("a steady scan of an unchanged repository asks no recently closed pull requests; a changed page or an incomplete listing makes the scan ask", async () => {
+    const store = await setup();
+    let pulls: ListResult = whole([pullItem(1, HEAD_A), pullItem(2, HEAD_A)]);
+    const forge = scriptedForge({ pulls: () => pulls });
+    const t = make(store, forge);
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+    pulls = whole([pullItem(2, HEAD_A)]);
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+    pulls = { complete: false, cause: "transient", detail: "status 502", retryAfterMs: null };
+    expect(await scanCalls(t, forge, { result: "partial", problems: ["pull_requests_unavailable"] })).toEqual(ASKED);
+    pulls = whole([pullItem(2, HEAD_A)]);
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+  });
+
+  test("a recovery that failed stays owed, however unchanged the listing, until one succeeds", async () => {
+    const store = await setup();
+    let failing = true;
+    const forge = scriptedForge({
+      closed: () => {
+        if (failing) throw Object.assign(new Error("status 502"), { kind: "transient" });
+        return { notModified: true, items: null };
+      },
+    });
+    const t = make(store, forge);
+    const partial = { result: "partial", problems: ["closed_pull_requests_unavailable"] };
+    expect(await scanCalls(t, forge, partial)).toEqual(ASKED);
+    expect(await scanCalls(t, forge, partial)).toEqual(ASKED);
+    failing = false;
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+  });
+
+  test("an unchanged repository's recovery is due once per period less its fixed stagger, and recovers a merge the open listing never showed", async () => {
+    const store = await setup();
+    const clock = manualClock();
+    let closed: { notModified: boolean; items: unknown } = { notModified: true, items: null };
+    const forge = scriptedForge({ closed: () => closed });
+    const t = make(store, forge, { clock });
+    const due = MERGE_RECOVERY_PERIOD_MS - recoveryStaggerMs(10);
+    expect(due).toBeGreaterThan(MERGE_RECOVERY_PERIOD_MS / 2);
+    expect(due).toBeLessThanOrEqual(MERGE_RECOVERY_PERIOD_MS);
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    clock.advance(due - 1);
+    // Opened and merged since the last scan: the open listing is unchanged, so only the periodic recovery finds it.
+    closed = { notModified: false, items: [{ number: 7, head: { sha: HEAD_C }, merged_at: new Date(clock.now()).toISOString(), merge_commit_sha: HEAD_B.slice(0, 40) }] };
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+    clock.advance(1);
+    expect(await scanCalls(t, forge, { result: "success", mergesRecovered: 1 })).toEqual(ASKED);
+    expect(await store.execute(() => all<{ pull_number: number }>("select pull_number from merge_records"))).toEqual([{ pull_number: 7 }]);
+    // The period starts again from that recovery.
+    clock.advance(due - 1);
+    expect(await scanCalls(t, forge, { result: "success", mergesRecovered: 0 })).toEqual(LISTINGS);
+  });
+
+  test("a repository no longer scanned is forgotten after a successful attempt; when it is scanned again its recovery is due at once", async () => {
+    const store = await setup();
+    let repositories = [repositoryItem(10, "web"), repositoryItem(11, "api")];
+    const forge = scriptedForge({ repositories: () => whole(repositories) });
+    const t = make(store, forge);
+    expect((await scanCalls(t, forge)).filter((c) => c.startsWith("closed:"))).toEqual(["closed:1:acme/web", "closed:1:acme/api"]);
+    expect((await scanCalls(t, forge)).filter((c) => c.startsWith("closed:"))).toEqual([]);
+    repositories = [repositoryItem(10, "web")];
+    expect((await scanCalls(t, forge)).filter((c) => c.startsWith("closed:"))).toEqual([]);
+    repositories = [repositoryItem(10, "web"), repositoryItem(11, "api")];
+    expect((await scanCalls(t, forge)).filter((c) => c.startsWith("closed:"))).toEqual(["closed:1:acme/api"]);
   });
 
   test("concurrent elections on one database elect exactly one owner", async () => {

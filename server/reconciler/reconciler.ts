@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { type ProbeClock, systemClock } from "../forge/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { type ElectionLease, releaseElectionLease, renewElectionLease } from "../store/index.ts";
-import { type AttemptDeps, type AttemptReport, runAttempt } from "./attempt.ts";
+import { type AttemptDeps, type AttemptReport, type MergeRecoveryState, runAttempt } from "./attempt.ts";
 import { DEFAULT_FULL_SWEEP_HOURS } from "./sweep.ts";
 
 /**
@@ -63,9 +63,11 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
   let timer: unknown = null;
   let current: Promise<AttemptReport> | null = null;
   let controller = new AbortController();
+  /** The merge recovery's knowledge of each repository between this process's attempts (attempt.ts; none at start: all owed). */
+  const mergeRecovery: MergeRecoveryState = new Map();
 
   async function attempt(): Promise<AttemptReport> {
-    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs, ...(options.decisionRetentionMs !== undefined ? { decisionRetentionMs: options.decisionRetentionMs } : {}) }, controller.signal);
+    const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs, mergeRecovery, ...(options.decisionRetentionMs !== undefined ? { decisionRetentionMs: options.decisionRetentionMs } : {}) }, controller.signal);
     if (report.result === "unelected") return report;
     deps.metrics.reconciliations.inc({ result: report.result });
     const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, unchanged: report.unchanged, queued: report.queued, pruned: report.pruned };

@@ -57,6 +57,8 @@ export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { 
   const calls: string[] = [];
   const signals: (AbortSignal | undefined)[] = [];
   const priorities: CallOptions["priority"][] = [];
+  /** The body of each page told, by installation, repository and page: the next telling of the same body is a 304. */
+  const keptPages = new Map<string, string>();
   const record = (call: string, options?: CallOptions) => {
     calls.push(call);
     signals.push(options?.signal);
@@ -78,14 +80,25 @@ export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { 
       record(`closed:${installationId}:${owner}/${repo}`, options);
       return (script.closed ?? (() => ({ notModified: true, items: null })))(installationId, owner, repo);
     },
-    // The scripted list is told in pages of 100, like the forge's (a gap tells nothing), each awaited before the next.
+    // The scripted list is told in pages of 100, like the forge's (a gap tells nothing), each awaited before the next. Each
+    // page told is one request on the call's counter, answered 304 when it is the page told last time (a conditional forge).
     async streamOpenPullRequestItems(installationId, owner, repo, max, onPage, options) {
       record(`pulls:${installationId}:${owner}/${repo}`, options);
       const listed = await (script.pulls ?? (() => whole([pullItem(1, HEAD_A)])))(installationId, owner, repo);
       if (!listed.complete) return listed;
       if (!Array.isArray(listed.items)) return { complete: false, cause: "transient", detail: "not a list", notList: true };
       if (listed.items.length > max) return { complete: false, cause: "over_bound", detail: `more than ${max} items` };
-      for (let start = 0, page = 1; start < listed.items.length; start += 100, page++) await onPage(listed.items.slice(start, start + 100), { pass: 0, page });
+      for (let start = 0, page = 1; start === 0 || start < listed.items.length; start += 100, page++) {
+        const items = listed.items.slice(start, start + 100);
+        const key = `${installationId}/${owner}/${repo}/${page}`;
+        const body = JSON.stringify(items);
+        if (options?.counter) {
+          options.counter.requests += 1;
+          if (keptPages.get(key) === body) options.counter.notModified = (options.counter.notModified ?? 0) + 1;
+        }
+        keptPages.set(key, body);
+        if (items.length > 0) await onPage(items, { pass: 0, page });
+      }
       return { complete: true, count: listed.items.length };
     },
   };
