@@ -2,6 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS } from "./support/databases.ts";
 import { type ReconcilerRig, startReconcilerRig, stopReconcilerRig } from "./support/forge-rig.ts";
 import { all } from "../server/store/index.ts";
+import { MERGE_RECOVERY_PERIOD_MS, recoveryStaggerMs } from "../server/reconciler/index.ts";
+import { manualClock } from "../server/reconciler/test-support.ts";
 
 /**
  * Merges whose `closed` delivery was lost are recovered by the reconciler from the recently closed pull requests (DESIGN 3.10,
@@ -29,7 +31,7 @@ describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
   const merges = () => rig!.store.execute(() => all<MergeRow>("select pull_number, head_sha, merge_commit_sha, decision_id, decision_conclusion, unapproved, recovered from merge_records order by id"));
   const unapprovedCount = async () => (await rig!.metrics.unapprovedMerges.get()).values.reduce((sum, v) => sum + v.value, 0);
 
-  test("a merge whose webhook was lost is recovered by the next scan and counted unapproved when its head had no success; nothing more while nothing changed", async () => {
+  test("a merge whose webhook was lost is recovered by the next scan when it was open at the previous one, and counted unapproved when its head had no success; a steady scan then asks no closed page", async () => {
     rig = await startReconcilerRig(backend, []);
     const { sim, scenario } = rig;
     expect((await rig.reconciler.runOnce()).result).toBe("success");
@@ -44,13 +46,41 @@ describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
     expect(await unapprovedCount()).toBe(1);
     expect(rig.logs.filter((line) => line.includes("unapproved merge"))).toHaveLength(1);
 
-    // Nothing closed since: the recently closed pull requests answer 304, and nothing is recorded or counted again.
+    // Nothing closed since: every open page answers 304, so the recently closed pull requests are not asked at all, and
+    // nothing is recorded or counted again.
     const from = sim.requests.length;
     expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", mergesRecovered: 0 });
-    const closedListings = sim.requests.slice(from).filter((r) => r.path === `/repos/${scenario.org}/${scenario.repo}/pulls` && r.query?.includes("state=closed"));
-    expect(closedListings.map((r) => r.status)).toEqual([304]);
+    const pulls = sim.requests.slice(from).filter((r) => r.path === `/repos/${scenario.org}/${scenario.repo}/pulls`);
+    expect(pulls.map((r) => [r.query?.includes("state=closed") ?? false, r.status])).toEqual([[false, 304]]);
     expect(await merges()).toHaveLength(1);
     expect(await unapprovedCount()).toBe(1);
+  }, 60_000);
+
+  test("a pull request opened and merged between two scans, its webhooks lost, is recovered at the repository's periodic recovery", async () => {
+    const clock = manualClock(Date.now());
+    rig = await startReconcilerRig(backend, [], { reconcilerClock: clock });
+    const { sim, scenario } = rig;
+    // Its branch was pushed before the scan (a push changes the repository every listed pull request embeds).
+    const head = await sim.control.commit({ owner: scenario.org, repo: scenario.repo, branch: "quick", files: { "src/quick.ts": "export {};\n" }, sender: "erin" });
+    expect((await rig.reconciler.runOnce()).result).toBe("success");
+    await waitForConfirmedRecord(rig, scenario.headSha, "failure");
+    const closedAsked = (from: number) => sim.requests.slice(from).filter((r) => r.path === `/repos/${scenario.org}/${scenario.repo}/pulls` && r.query?.includes("state=closed")).length;
+
+    // Opened and merged with no scan between: the open listing never shows it.
+    const quick = await sim.control.openPullRequest({ owner: scenario.org, repo: scenario.repo, head: "quick", author: "erin" });
+    const merged = await sim.control.mergePullRequest({ owner: scenario.org, repo: scenario.repo, number: quick.number, by: "bob", at: new Date().toISOString() });
+    let from = sim.requests.length;
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", mergesRecovered: 0 });
+    expect(closedAsked(from)).toBe(0);
+    expect(await merges()).toHaveLength(0);
+
+    const repositoryId = sim.control.mustRepo(scenario.org, scenario.repo).id;
+    clock.advance(MERGE_RECOVERY_PERIOD_MS - recoveryStaggerMs(repositoryId));
+    from = sim.requests.length;
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", problems: [], mergesRecovered: 1 });
+    expect(closedAsked(from)).toBe(1);
+    const rows = await merges();
+    expect(rows.map((r) => [r.pull_number, r.head_sha, r.merge_commit_sha, truth(r.recovered), truth(r.unapproved)])).toEqual([[quick.number, head.sha, merged.merged!.commitSha, true, true]]);
   }, 60_000);
 
   test("a recovered merge whose head had a confirmed success is not unapproved; a merge from before records were kept is not recovered", async () => {

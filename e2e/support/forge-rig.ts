@@ -1,5 +1,5 @@
 import { pino, type Logger } from "pino";
-import { createForgeClient, type ForgeClient } from "../../server/forge/index.ts";
+import { createForgeClient, type ForgeClient, type ProbeClock } from "../../server/forge/index.ts";
 import { createMetrics, type Metrics } from "../../server/observability/metrics.ts";
 import { createReconciler, type Reconciler } from "../../server/reconciler/index.ts";
 import { migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
@@ -35,7 +35,7 @@ export type ReconcilerRig = { sim: ForgeSimulator; scenario: Scenario; store: St
  * The forge rig with a running in-process worker and a reconciler whose scans the test runs (runOnce): no webhook reaches
  * the service, as if it had been down, so every change is found by a scan. `pollMs` and `retryCapSeconds` tune the worker.
  */
-export async function startReconcilerRig(backend: BackendName, reviewers: string[], options: { pollMs?: number; retryCapSeconds?: number } = {}): Promise<ReconcilerRig> {
+export async function startReconcilerRig(backend: BackendName, reviewers: string[], options: { pollMs?: number; retryCapSeconds?: number; reconcilerClock?: ProbeClock } = {}): Promise<ReconcilerRig> {
   const { sim, scenario, database, store, forge, logs, log } = await startForgeRig(backend, reviewers);
   const metrics = createMetrics();
   const worker = createWorker(
@@ -47,7 +47,7 @@ export async function startReconcilerRig(backend: BackendName, reviewers: string
   );
   worker.start();
   const reconciler = createReconciler(
-    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake() },
+    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake(), ...(options.reconcilerClock ? { clock: options.reconcilerClock } : {}) },
     { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
   );
   return { sim, scenario, store, worker, reconciler, database, logs, metrics };
