@@ -412,6 +412,27 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     expect(await scanCalls(t, forge)).toEqual(LISTINGS);
   });
 
+  test("a listing cut short by a lost lease after a page changed leaves the recovery owed: the next scan asks, though its pages then answer 304", async () => {
+    const store = await setup();
+    let pulls = [pullItem(1, HEAD_A), pullItem(2, HEAD_A)];
+    let takeLease = false;
+    const forge = scriptedForge({
+      pulls: async () => {
+        if (takeLease) await store.execute(() => run("update leases set owner = 'another-process' where name = $1", RECONCILER_LEASE_NAME));
+        return whole(pulls);
+      },
+    });
+    const t = make(store, forge);
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    pulls = [pullItem(2, HEAD_A)];
+    takeLease = true;
+    expect(await scanCalls(t, forge, { result: "partial", problems: ["lease_lost"] })).toEqual(LISTINGS);
+    takeLease = false;
+    await store.execute(() => run("delete from leases where name = $1", RECONCILER_LEASE_NAME));
+    expect(await scanCalls(t, forge)).toEqual(ASKED);
+    expect(await scanCalls(t, forge)).toEqual(LISTINGS);
+  });
+
   test("an unchanged repository's recovery is due once per period less its fixed stagger, and recovers a merge the open listing never showed", async () => {
     const store = await setup();
     const clock = manualClock();
