@@ -33,9 +33,9 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateClosed
  *     ▼
  *   success only when nothing was marked partial.
  *
- * Merge recovery (DESIGN 3.10): per repository scanned, when it is due (below), one conditional request for its most recently
- * updated closed pull requests (one page of 100). A 304 costs nothing more (no rate limit, no statement). Otherwise every merge on that page
- * merged within MERGE_RECOVERY_WINDOW_MS, and not before this database kept decision records, is recorded in one
+ * Merge recovery (DESIGN 3.10): per repository scanned, when it is due (below), one conditional request for its most
+ * recently updated closed pull requests (one page of 100). A 304 costs nothing more (no rate limit, no statement). Otherwise
+ * every merge on that page merged within MERGE_RECOVERY_WINDOW_MS, and not before this database kept decision records, is recorded in one
  * lease-fenced transaction; a merge recorded already (its `closed` delivery came) is left as it is, and one recorded now is
  * `recovered` and reported like a delivered one when unapproved. A merge missed longer ago, or pushed off that page by 100
  * later closed pull requests before a scan, is not recovered (Residual risks).
@@ -179,17 +179,18 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     if (!held) throw new Stop("lease_lost");
   };
 
+  const recovery: MergeRecoveryState = settings.mergeRecovery ?? new Map();
+  const recoveryKey = (ref: RepositoryRef) => `${ref.installationId}/${ref.repositoryId}`;
+  /** Repositories scanned by this attempt (a successful attempt forgets the state of the others). */
+  const scanned = new Set<string>();
   /**
    * One repository's open pull requests, streamed page by page (DESIGN 3.9: bounded memory, never the whole listing held):
    * each page is validated whole, then its pull requests' recorded evaluations are read and those that may have changed are
    * queued, before the next page is asked for. A listing read once more afresh (pagination.ts, a new pass) is a new listing.
    * Returns how many open pull requests were listed (counted against the installation's bound even when the listing broke).
    * A gap, a rejected page or a database error marks the attempt partial; a lost lease or a shutdown is thrown (Stop).
+   * Unless the listing was complete and every page answered 304, the repository's merge recovery is owed (above).
    */
-  const recovery: MergeRecoveryState = settings.mergeRecovery ?? new Map();
-  const recoveryKey = (ref: RepositoryRef) => `${ref.installationId}/${ref.repositoryId}`;
-  /** Repositories scanned by this attempt (a successful attempt forgets the state of the others). */
-  const scanned = new Set<string>();
   const scanRepository = async (ref: RepositoryRef, max: number): Promise<number> => {
     const key = recoveryKey(ref);
     scanned.add(key);
