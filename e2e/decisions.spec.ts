@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { RecordedBreakGlass } from "../server/records/schema.ts";
 import { decodeState } from "../web/src/codec.ts";
 
 /**
@@ -18,6 +19,9 @@ type Seeded = {
   failed: { id: string; head: string; title: string; conclusion: string };
   bypass: { id: string; mergeCommit: string };
   gadgets: { id: string };
+  override: { id: string; head: string; breakGlass: RecordedBreakGlass; ownerSets: string[][] };
+  overrideMerge: { id: string; mergeCommit: string };
+  hostile: { id: string; reason: string; recorded: string };
   blobs: { codeowners: string; repositoryPolicy: string; organizationPolicy: string };
   organizationPolicyCommit: string;
 };
@@ -63,8 +67,8 @@ async function noViolations(page: Page, what: string) {
 
 test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(5);
-  expect(await recordLinks(page)).toEqual([seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
+  await expect(rows(page)).toHaveCount(8);
+  expect(await recordLinks(page)).toEqual([seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
   await noViolations(page, "search page");
   await page.screenshot({ path: testInfo.outputPath("search.png"), fullPage: true });
 
@@ -148,4 +152,100 @@ test("open in playground hands the record's inputs to the playground, each file 
   expect(codeowners?.kind === "found" && codeowners.text).toContain(`blob ${seeded.blobs.codeowners}`);
   await expect(page.getByRole("textbox", { name: "CODEOWNERS", exact: true })).toHaveValue(new RegExp(`Decision record ${seeded.approved.id} keeps this file by its blob SHA`));
   await expect(page.getByLabel("Pull request number")).toHaveValue("42");
+});
+
+test("the overrides filter, used from the keyboard, asks the route for overrides only and lists only the override records, each marked", async ({ page }, testInfo) => {
+  await page.goto("/decisions/");
+  await expect(rows(page)).toHaveCount(8);
+  const filter = page.getByLabel("Break-glass overrides only");
+  await expect(filter).not.toBeChecked();
+  await filter.focus();
+  await page.keyboard.press("Space");
+  await expect(filter).toBeChecked();
+  await page.keyboard.press("Tab");
+  await expect(page.getByRole("button", { name: "Search" })).toBeFocused();
+  const asked = page.waitForRequest((request) => new URL(request.url()).pathname === "/api/decisions");
+  await page.keyboard.press("Enter");
+  expect(new URL((await asked).url()).searchParams.get("overrides")).toBe("true");
+  await expect(page).toHaveURL(/[?&]overrides=true(&|$)/);
+  await expect(rows(page)).toHaveCount(3);
+  expect(await recordLinks(page)).toEqual([seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id]);
+  for (const row of await rows(page).all()) {
+    await expect(row).toHaveClass(/override/);
+    await expect(row).toContainText("break-glass override");
+  }
+  await expect(rows(page).nth(1)).toContainText(`Merged on a break-glass override, approved by ${seeded.override.id}`);
+  await expect(page.getByLabel("Break-glass overrides only")).toBeChecked();
+  await expect(page.getByLabel("Unapproved merges only")).not.toBeChecked();
+  await noViolations(page, "override search");
+  await page.screenshot({ path: testInfo.outputPath("overrides.png"), fullPage: true });
+
+  // Unfiltered, an ordinary success carries no override mark.
+  await page.goto(`/decisions/?commit=${seeded.approved.head}`);
+  await expect(rows(page)).toHaveCount(2);
+  await expect(page.getByTestId("results")).not.toContainText("break-glass");
+});
+
+test("an override's decision names the reviewer, team, review, reason and the owner sets its owners did not satisfy", async ({ page }, testInfo) => {
+  const expected = seeded.override.breakGlass;
+  expect(expected.unsatisfied_owner_sets.length).toBeGreaterThan(0);
+  await page.goto(`/decisions/?id=${seeded.override.id}`);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Decision ${seeded.override.id}: success`);
+  await expect(page.getByText("Approved by break-glass override", { exact: true })).toBeVisible();
+  const override = page.getByRole("region", { name: "Break-glass override" });
+  await expect(override).toContainText(`Reviewer${expected.reviewer_login} (user ${expected.reviewer_id})`);
+  await expect(override).toContainText(`Team${expected.team}`);
+  await expect(override).toContainText(`Review${expected.review_id}`);
+  await expect(override.getByTestId("override-reason")).toHaveText(expected.reason);
+  const unsatisfied = override.getByTestId("unsatisfied-sets").getByRole("listitem");
+  await expect(unsatisfied).toHaveCount(expected.unsatisfied_owner_sets.length);
+  for (const [n, index] of expected.unsatisfied_owner_sets.entries()) {
+    await expect(unsatisfied.nth(n)).toHaveText(`Owner set ${index + 1}: ${seeded.override.ownerSets[index]!.join("")}`);
+  }
+  // Each names its owner set on the page, which shows the override as the approval that counted.
+  await unsatisfied.first().getByRole("link").click();
+  const first = expected.unsatisfied_owner_sets[0]!;
+  await expect(page).toHaveURL(new RegExp(`#owner-set-${first + 1}$`));
+  await expect(page.locator(`#owner-set-${first + 1}`)).toContainText(`${expected.reviewer_login} (user ${expected.reviewer_id}) by break-glass override, team ${expected.team}`);
+  await noViolations(page, "override decision");
+  await page.screenshot({ path: testInfo.outputPath("override-decision.png"), fullPage: true });
+});
+
+test("a hostile reason renders as inert text, held to the record's bound and a bounded box", async ({ page }, testInfo) => {
+  await page.goto(`/decisions/?id=${seeded.hostile.id}`);
+  const reason = page.getByTestId("override-reason");
+  // The record keeps the first 500 characters of the reason; the page shows those as text, the markup unparsed.
+  expect([...seeded.hostile.recorded].length).toBe(500);
+  expect(seeded.hostile.reason.startsWith(seeded.hostile.recorded)).toBe(true);
+  await expect(reason).toHaveText(seeded.hostile.recorded);
+  await expect(reason).toContainText('<img src=x onerror="window.__pwned=1"><script>');
+  const override = page.getByRole("region", { name: "Break-glass override" });
+  await expect(override.locator("img, script, b")).toHaveCount(0);
+  expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  // Bounded: within the viewport's width, at most 12 lines high, scrolled inside its box, and reachable by keyboard to scroll.
+  const viewport = page.viewportSize()!;
+  const box = (await reason.boundingBox())!;
+  expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+  expect(box.height).toBeLessThanOrEqual(16 * 15 + 20);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+  await reason.focus();
+  await expect(reason).toBeFocused();
+  await noViolations(page, "hostile reason");
+  await page.screenshot({ path: testInfo.outputPath("hostile-reason.png"), fullPage: true });
+});
+
+test("the merge of an overridden head says it merged on the override and links the override's decision", async ({ page }, testInfo) => {
+  await page.goto(`/decisions/?commit=${seeded.overrideMerge.mergeCommit}`);
+  await expect(rows(page)).toHaveCount(1);
+  await expect(rows(page).first()).toContainText(`Merged on a break-glass override, approved by ${seeded.override.id}`);
+  await rows(page).first().getByRole("link").click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Merge ${seeded.overrideMerge.id} of #44`);
+  await expect(page.getByTestId("unapproved")).toHaveCount(0);
+  const notice = page.getByTestId("merge-override");
+  await expect(notice).toContainText(`Merged on a break-glass override. The head at merge was approved by an emergency override, not by its owners: decision ${seeded.override.id} names the reviewer, team and reason.`);
+  await noViolations(page, "merge on an override");
+  await page.screenshot({ path: testInfo.outputPath("override-merge.png"), fullPage: true });
+  await notice.getByRole("link", { name: seeded.override.id, exact: true }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Decision ${seeded.override.id}: success`);
+  await expect(page.getByRole("region", { name: "Break-glass override" })).toContainText(seeded.override.breakGlass.reviewer_login);
 });

@@ -5,7 +5,9 @@
  * record builder from a playground scenario the decision core really evaluated, and prints what it wrote as JSON.
  *   - acme/widgets #42: a confirmed success (alice approved the head), then its merge (approved);
  *   - acme/widgets #43: an unconfirmed failure (approval of an older head), then its merge: an unapproved merge;
- *   - acme/gadgets #7: a confirmed success with no merge.
+ *   - acme/gadgets #7: a confirmed success with no merge;
+ *   - acme/widgets #44: a break-glass override (sam of the team on-call), then its merge: merged on the override;
+ *   - acme/gadgets #8: an override whose reason is hostile (markup, and far longer than the record keeps), no merge.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseDatabaseUrl } from "../../server/config/index.ts";
@@ -72,12 +74,33 @@ try {
   const bypass = await seedMerge(store, t + 3_660_000, { repository: widgets.full_name, repositoryId: widgets.id, pull: 43, head: failedBody.head_sha, mergeCommit: "7".repeat(40), mergedBy: { id: 102, login: "bob" } });
   const gadgetsBody = record("owner-approves-head", { id: 502, full_name: "acme/gadgets" }, t + 7_200_000, (e) => ({ ...e, repository: { ...e.repository, name: "gadgets" }, pullRequest: { ...e.pullRequest, number: 7, headSha: "8".repeat(40) }, sameHeadPullRequests: { complete: true, items: [{ number: 7, headSha: "8".repeat(40) }] } }));
   const gadgets = await seedDecision(store, t + 7_200_000, gadgetsBody);
+  // Another pull request and head, its reviews of the scenario's head moved to the new head with it.
+  const onPull = (number: number, head: string) => (e: Evidence): Evidence => ({
+    ...e, pullRequest: { ...e.pullRequest, number, headSha: head }, sameHeadPullRequests: { complete: true, items: [{ number, headSha: head }] },
+    reviews: e.reviews.complete ? { ...e.reviews, items: e.reviews.items.map((r) => (r.commitId === e.pullRequest.headSha ? { ...r, commitId: head } : r)) } : e.reviews,
+  });
+  const overrideBody = record("break-glass", widgets, t + 10_800_000, onPull(44, "9".repeat(40)));
+  const override = await seedDecision(store, t + 10_800_000, overrideBody);
+  const overrideMerge = await seedMerge(store, t + 10_860_000, { repository: widgets.full_name, repositoryId: widgets.id, pull: 44, head: overrideBody.head_sha, mergeCommit: "b".repeat(40), mergedBy: { id: 102, login: "bob" } });
+  // The review's first line as a hostile pull request would write it: markup that must stay text, and 3,000 more characters.
+  const hostileReason = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> ${"W".repeat(3000)}`;
+  const hostileBody = record("break-glass", { id: 502, full_name: "acme/gadgets" }, t + 14_400_000, (e) => {
+    const moved = onPull(8, "d".repeat(40))({ ...e, repository: { ...e.repository, name: "gadgets" } });
+    if (!moved.reviews.complete) throw new Error("the break-glass scenario's reviews are incomplete");
+    const items = moved.reviews.items.map((review) => (review.bodyFirstLine?.startsWith("break-glass:") ? { ...review, bodyFirstLine: `break-glass: ${hostileReason}` } : review));
+    return { ...moved, reviews: { ...moved.reviews, items } };
+  });
+  if (hostileBody.break_glass === null || overrideBody.break_glass === null) throw new Error("the break-glass scenario did not override");
+  const hostile = await seedDecision(store, t + 14_400_000, hostileBody);
   const output = JSON.stringify({
     approved: { id: approved, head: approvedBody.head_sha, base: approvedBody.base_sha, title: approvedBody.title, conclusion: approvedBody.conclusion },
     merged: { id: merged, mergeCommit: "5".repeat(40) },
     failed: { id: failed, head: failedBody.head_sha, title: failedBody.title, conclusion: failedBody.conclusion },
     bypass: { id: bypass, mergeCommit: "7".repeat(40) },
     gadgets: { id: gadgets },
+    override: { id: override, head: overrideBody.head_sha, breakGlass: overrideBody.break_glass, ownerSets: overrideBody.owner_sets.map((set) => set.owners) },
+    overrideMerge: { id: overrideMerge, mergeCommit: "b".repeat(40) },
+    hostile: { id: hostile, reason: hostileReason, recorded: hostileBody.break_glass.reason },
     blobs: SEEDED_BLOBS,
     organizationPolicyCommit: ORGANIZATION_POLICY_COMMIT,
   });
