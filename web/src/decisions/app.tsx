@@ -1,10 +1,12 @@
 // The decisions page (issue 28 item 5): search the service's decision and merge records by repository, pull request or
 // commit, and read one record: its owner sets and the reviews that satisfied them, the files it read (linked on the forge at
 // the commit read), unapproved merges highlighted, unconfirmed records marked, and its inputs handed to the playground.
-// Addresses: `/decisions/?repository=…&pull=…&commit=…&unapproved=true` (a search) and `/decisions/?id=d12` (a record), so
-// every view is a link an operator can share inside the operator network.
+// A break-glass override (issue 29 item 4) is shown plainly: a badge on its decision and merge rows, a search filter
+// (`overrides=true`), the reviewer, team, review and reason on its decision, and the merge of an overridden head says so.
+// Addresses: `/decisions/?repository=…&pull=…&commit=…&unapproved=true&overrides=true` (a search) and `/decisions/?id=d12`
+// (a record), so every view is a link an operator can share inside the operator network.
 import { type ReactNode, useEffect, useState } from "react";
-import type { DecisionRecord, HistoryRecord, HistorySummary, MergeRecord, RecordedApproval, RecordedFile } from "../../../server/records/schema.ts";
+import type { DecisionRecord, HistoryRecord, RecordedBreakGlass, HistorySummary, MergeRecord, RecordedApproval, RecordedFile } from "../../../server/records/schema.ts";
 import { listRecords, readRecord, searchQuery, type ApiError } from "./api.ts";
 import { type Handoff, handoffOf, playgroundHref } from "./handoff.ts";
 import { blobUrl, commitUrl, forgeOrigin, pullUrl } from "./links.ts";
@@ -56,21 +58,32 @@ function SearchForm(props: { params: URLSearchParams }) {
         <input id="unapproved" name="unapproved" type="checkbox" value="true" defaultChecked={value("unapproved") === "true"} />
         <label htmlFor="unapproved">Unapproved merges only</label>
       </div>
+      <div className="field check">
+        <input id="overrides" name="overrides" type="checkbox" value="true" defaultChecked={value("overrides") === "true"} />
+        <label htmlFor="overrides">Break-glass overrides only</label>
+      </div>
       <button type="submit">Search</button>
     </form>
   );
+}
+
+function OverrideBadge() {
+  return <span className="badge override-badge">break-glass override</span>;
 }
 
 function SummaryResult(props: { item: HistorySummary }) {
   const { item } = props;
   if (item.kind === "merge") {
     if (item.unapproved) return <strong className="unapproved-label">Unapproved merge</strong>;
-    return <span>Merged{item.break_glass ? " (break-glass override)" : ""}, approved by {item.decision_id ?? "a decision"}</span>;
+    if (item.break_glass) {
+      return <span><strong className="override-label">Merged on a break-glass override</strong>, approved by {item.decision_id ?? "a decision"}<OverrideBadge /></span>;
+    }
+    return <span>Merged, approved by {item.decision_id ?? "a decision"}</span>;
   }
   return (
     <span>
       <span className={item.conclusion === "success" ? "ok" : "bad"}>{item.conclusion}</span>: {item.title}
-      {item.break_glass ? <span className="badge">break-glass</span> : null}
+      {item.break_glass ? <OverrideBadge /> : null}
       {item.confirmed ? null : <span className="badge warn-badge">unconfirmed</span>}
     </span>
   );
@@ -116,7 +129,7 @@ function SearchPage(props: { params: URLSearchParams }) {
             </thead>
             <tbody>
               {items.map((item) => (
-                <tr key={item.id} className={item.kind === "merge" && item.unapproved ? "unapproved" : undefined}>
+                <tr key={item.id} className={item.kind === "merge" && item.unapproved ? "unapproved" : item.break_glass ? "override" : undefined}>
                   <th scope="row"><a href={`?id=${item.id}`}>{item.kind === "merge" ? "Merge" : "Decision"} {item.id}</a></th>
                   <td>{item.repository.full_name}</td>
                   <td>#{item.pull_request}</td>
@@ -197,6 +210,57 @@ function PlaygroundHandoff(props: { record: DecisionRecord; settings: PageSettin
   );
 }
 
+/**
+ * The reason as shown: a record keeps at most 500 characters (RecordedBreakGlass), and the page holds to that bound itself
+ * whatever the record says. React renders it as a text node (never markup); CSS keeps it inside a bounded, scrollable box.
+ */
+const MAX_SHOWN_REASON = 500;
+function shownReason(reason: string): string {
+  const characters = [...reason];
+  return characters.length <= MAX_SHOWN_REASON ? reason : `${characters.slice(0, MAX_SHOWN_REASON).join("")}…`;
+}
+
+function Override(props: { override: RecordedBreakGlass; record: DecisionRecord }) {
+  const { override, record } = props;
+  // The indexes name owner sets of this record; one out of range is shown as such rather than dropped.
+  const sets = override.unsatisfied_owner_sets;
+  return (
+    <section aria-labelledby="override-heading" className="notice warn-notice" data-testid="override">
+      <h2 id="override-heading">Break-glass override</h2>
+      <p>
+        The approval requirements were met by an emergency override, not by the owners. It is bound to this head: a push or a
+        dismissal of the review ends it.
+      </p>
+      <dl className="facts">
+        <dt>Reviewer</dt><dd><strong>{override.reviewer_login}</strong> <span className="muted">(user {override.reviewer_id})</span></dd>
+        <dt>Team</dt><dd><code>{override.team}</code></dd>
+        <dt>Review</dt><dd>{override.review_id}</dd>
+        <dt>Reason</dt>
+        <dd>
+          <blockquote className="reason-text" data-testid="override-reason" tabIndex={0} aria-label="Reason given">{shownReason(override.reason)}</blockquote>
+        </dd>
+        <dt>Owner sets its owners did not satisfy</dt>
+        <dd>
+          {sets.length === 0 ? "none" : (
+            <ul className="unsatisfied-sets" data-testid="unsatisfied-sets">
+              {sets.map((index) => {
+                const set = record.owner_sets[index];
+                return (
+                  <li key={index}>
+                    {set === undefined ? <>Owner set {index + 1} <span className="muted">(not in this record)</span></> : (
+                      <><a href={`#owner-set-${index + 1}`}>Owner set {index + 1}</a>: {set.owners.map((owner) => <code key={owner} className="owner">{owner}</code>)}</>
+                    )}
+                  </li>
+                );
+              })}
+            </ul>
+          )}
+        </dd>
+      </dl>
+    </section>
+  );
+}
+
 function DecisionView(props: { record: DecisionRecord; settings: PageSettings }) {
   const { record, settings } = props;
   const web = settings.web;
@@ -237,18 +301,13 @@ function DecisionView(props: { record: DecisionRecord; settings: PageSettings })
         </table>
         {web === null ? <p className="hint">No forge web address is configured, so files are named by blob SHA only.</p> : null}
       </section>
-      {record.break_glass === null ? null : (
-        <section aria-labelledby="override-heading" className="notice warn-notice">
-          <h2 id="override-heading">Break-glass override</h2>
-          <p><strong>{record.break_glass.reviewer_login}</strong> (team <code>{record.break_glass.team}</code>, review {record.break_glass.review_id}): “{record.break_glass.reason}”</p>
-        </section>
-      )}
+      {record.break_glass === null ? null : <Override override={record.break_glass} record={record} />}
       <section aria-labelledby="sets-heading">
         <h2 id="sets-heading">Owner sets</h2>
         {record.owner_sets.length === 0 ? <p>No owner set: no changed path has owners.</p> : null}
         <ol className="owner-sets">
           {record.owner_sets.map((set, index) => (
-            <li key={index} className={`owner-set ${set.status}`} data-testid="owner-set">
+            <li key={index} id={`owner-set-${index + 1}`} className={`owner-set ${set.status}`} data-testid="owner-set">
               <h3>Owner set {index + 1}: {set.status}, {set.approvals} of {set.required} approval{set.required === 1 ? "" : "s"}</h3>
               <p>Owners: {set.owners.map((owner) => <code key={owner} className="owner">{owner}</code>)}</p>
               <p>Patterns: {set.patterns.map((pattern) => <code key={pattern} className="owner">{pattern}</code>)} <span className="muted">({set.path_count} changed path{set.path_count === 1 ? "" : "s"})</span></p>
@@ -286,8 +345,14 @@ function MergeView(props: { record: MergeRecord; settings: PageSettings }) {
           an administrator bypass, or the check was not required.
         </p>
       ) : (
-        <p className="notice ok-notice">Approved: the head at merge had a confirmed success{record.break_glass ? " reached by a break-glass override" : ""}.</p>
+        <p className="notice ok-notice">Approved: the head at merge had a confirmed success.</p>
       )}
+      {record.break_glass ? (
+        <p className="notice warn-notice" data-testid="merge-override">
+          <strong>Merged on a break-glass override.</strong> The head at merge was approved by an emergency override, not by its owners
+          {record.decision_id === null ? "." : <>: decision <a href={`?id=${record.decision_id}`}>{record.decision_id}</a> names the reviewer, team and reason.</>}
+        </p>
+      ) : null}
       <dl className="facts">
         <dt>Repository</dt><dd>{full} <span className="muted">(ID {record.repository.id})</span></dd>
         <dt>Pull request</dt><dd><Link href={pullUrl(settings.web, full, record.pull_request)}>#{record.pull_request}</Link> (<a href={`?repository=${encodeURIComponent(full)}&pull=${record.pull_request}`}>all its records</a>)</dd>
