@@ -22,6 +22,8 @@ type Seeded = {
   override: { id: string; head: string; breakGlass: RecordedBreakGlass; ownerSets: string[][] };
   overrideMerge: { id: string; mergeCommit: string };
   hostile: { id: string; reason: string; recorded: string };
+  unconfirmed: { id: string };
+  unconfirmedMerge: { id: string };
   blobs: { codeowners: string; repositoryPolicy: string; organizationPolicy: string };
   organizationPolicyCommit: string;
 };
@@ -67,8 +69,8 @@ async function noViolations(page: Page, what: string) {
 
 test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(8);
-  expect(await recordLinks(page)).toEqual([seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
+  await expect(rows(page)).toHaveCount(10);
+  expect(await recordLinks(page)).toEqual([seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
   await noViolations(page, "search page");
   await page.screenshot({ path: testInfo.outputPath("search.png"), fullPage: true });
 
@@ -118,14 +120,16 @@ test("a record shows its owner sets, the reviews that satisfied them and its fil
 
 test("an unapproved merge is highlighted, names the decision current at merge, and that unconfirmed decision is marked", async ({ page }) => {
   await page.goto("/decisions/?unapproved=true");
-  await expect(rows(page)).toHaveCount(1);
-  const row = rows(page).first();
+  await expect(rows(page)).toHaveCount(2);
+  expect(await recordLinks(page)).toEqual([seeded.unconfirmedMerge.id, seeded.bypass.id]);
+  const row = rows(page).nth(1);
   await expect(row).toHaveClass(/unapproved/);
   await expect(row).toContainText("Unapproved merge");
   await expect(page.getByLabel("Unapproved merges only")).toBeChecked();
   await row.getByRole("link").click();
   await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Merge ${seeded.bypass.id} of #43`);
   await expect(page.getByTestId("unapproved")).toContainText(`Unapproved merge. The head at merge had no confirmed success from the service (its current decision, ${seeded.failed.id}, was failure)`);
+  await expect(page.getByTestId("merge-override")).toHaveCount(0);
   await expect(page.getByText(seeded.bypass.mergeCommit)).toBeVisible();
   await noViolations(page, "unapproved merge");
   await page.getByRole("link", { name: seeded.failed.id, exact: true }).click();
@@ -156,7 +160,7 @@ test("open in playground hands the record's inputs to the playground, each file 
 
 test("the overrides filter, used from the keyboard, asks the route for overrides only and lists only the override records, each marked", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(8);
+  await expect(rows(page)).toHaveCount(10);
   const filter = page.getByLabel("Break-glass overrides only");
   await expect(filter).not.toBeChecked();
   await filter.focus();
@@ -168,13 +172,14 @@ test("the overrides filter, used from the keyboard, asks the route for overrides
   await page.keyboard.press("Enter");
   expect(new URL((await asked).url()).searchParams.get("overrides")).toBe("true");
   await expect(page).toHaveURL(/[?&]overrides=true(&|$)/);
-  await expect(rows(page)).toHaveCount(3);
-  expect(await recordLinks(page)).toEqual([seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id]);
-  for (const row of await rows(page).all()) {
-    await expect(row).toHaveClass(/override/);
-    await expect(row).toContainText("break-glass override");
-  }
-  await expect(rows(page).nth(1)).toContainText(`Merged on a break-glass override, approved by ${seeded.override.id}`);
+  await expect(rows(page)).toHaveCount(5);
+  expect(await recordLinks(page)).toEqual([seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id]);
+  for (const row of await rows(page).all()) await expect(row).toContainText("break-glass override");
+  // The unapproved merge of an unconfirmed override stays marked unapproved first.
+  await expect(rows(page).nth(0)).toHaveClass(/unapproved/);
+  await expect(rows(page).nth(0)).toContainText("Unapproved merge");
+  for (const n of [1, 2, 3, 4]) await expect(rows(page).nth(n)).toHaveClass(/override/);
+  await expect(rows(page).nth(3)).toContainText(`Merged on a break-glass override, approved by ${seeded.override.id}`);
   await expect(page.getByLabel("Break-glass overrides only")).toBeChecked();
   await expect(page.getByLabel("Unapproved merges only")).not.toBeChecked();
   await noViolations(page, "override search");
@@ -248,4 +253,17 @@ test("the merge of an overridden head says it merged on the override and links t
   await notice.getByRole("link", { name: seeded.override.id, exact: true }).click();
   await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Decision ${seeded.override.id}: success`);
   await expect(page.getByRole("region", { name: "Break-glass override" })).toContainText(seeded.override.breakGlass.reviewer_login);
+});
+
+test("an unapproved merge whose decision carried an override that was never confirmed says the override did not approve it", async ({ page }) => {
+  await page.goto(`/decisions/?id=${seeded.unconfirmedMerge.id}`);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Merge ${seeded.unconfirmedMerge.id} of #3`);
+  await expect(page.getByTestId("unapproved")).toContainText(`(its current decision, ${seeded.unconfirmed.id}, was a success never confirmed)`);
+  const notice = page.getByTestId("merge-override");
+  await expect(notice).toContainText(`Break-glass override not confirmed. The decision current at merge (${seeded.unconfirmed.id}) carried a break-glass override, but it was not a confirmed success, so the override did not approve this merge.`);
+  await expect(page.getByText("Merged on a break-glass override")).toHaveCount(0);
+  await noViolations(page, "unapproved merge of an unconfirmed override");
+  await notice.getByRole("link", { name: seeded.unconfirmed.id, exact: true }).click();
+  await expect(page.getByTestId("unconfirmed")).toBeVisible();
+  await expect(page.getByRole("region", { name: "Break-glass override" })).toBeVisible();
 });

@@ -7,7 +7,8 @@
  *   - acme/widgets #43: an unconfirmed failure (approval of an older head), then its merge: an unapproved merge;
  *   - acme/gadgets #7: a confirmed success with no merge;
  *   - acme/widgets #44: a break-glass override (sam of the team on-call), then its merge: merged on the override;
- *   - acme/gadgets #8: an override whose reason is hostile (markup, and far longer than the record keeps), no merge.
+ *   - acme/gadgets #8: an override whose reason is hostile (markup, and far longer than the record keeps), no merge;
+ *   - acme/tools #3: an override never confirmed, then its merge: an unapproved merge whose decision carried an override.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseDatabaseUrl } from "../../server/config/index.ts";
@@ -92,6 +93,10 @@ try {
   });
   if (hostileBody.break_glass === null || overrideBody.break_glass === null) throw new Error("the break-glass scenario did not override");
   const hostile = await seedDecision(store, t + 14_400_000, hostileBody);
+  const tools = { id: 503, full_name: "acme/tools" };
+  const unconfirmedBody = record("break-glass", tools, t + 18_000_000, (e) => onPull(3, "e".repeat(40))({ ...e, repository: { ...e.repository, name: "tools" } }));
+  const unconfirmed = await seedDecision(store, t + 18_000_000, { ...unconfirmedBody, confirmed: false });
+  const unconfirmedMerge = await seedMerge(store, t + 18_060_000, { repository: tools.full_name, repositoryId: tools.id, pull: 3, head: unconfirmedBody.head_sha, mergeCommit: "f0".repeat(20), mergedBy: { id: 102, login: "bob" } });
   const output = JSON.stringify({
     approved: { id: approved, head: approvedBody.head_sha, base: approvedBody.base_sha, title: approvedBody.title, conclusion: approvedBody.conclusion },
     merged: { id: merged, mergeCommit: "5".repeat(40) },
@@ -101,6 +106,8 @@ try {
     override: { id: override, head: overrideBody.head_sha, breakGlass: overrideBody.break_glass, ownerSets: overrideBody.owner_sets.map((set) => set.owners) },
     overrideMerge: { id: overrideMerge, mergeCommit: "b".repeat(40) },
     hostile: { id: hostile, reason: hostileReason, recorded: hostileBody.break_glass.reason },
+    unconfirmed: { id: unconfirmed },
+    unconfirmedMerge: { id: unconfirmedMerge },
     blobs: SEEDED_BLOBS,
     organizationPolicyCommit: ORGANIZATION_POLICY_COMMIT,
   });
