@@ -74,7 +74,7 @@ function OverrideBadge() {
 function SummaryResult(props: { item: HistorySummary }) {
   const { item } = props;
   if (item.kind === "merge") {
-    if (item.unapproved) return <strong className="unapproved-label">Unapproved merge</strong>;
+    if (item.unapproved) return <span><strong className="unapproved-label">Unapproved merge</strong>{item.break_glass ? <OverrideBadge /> : null}</span>;
     if (item.break_glass) {
       return <span><strong className="override-label">Merged on a break-glass override</strong>, approved by {item.decision_id ?? "a decision"}<OverrideBadge /></span>;
     }
@@ -341,13 +341,20 @@ function MergeView(props: { record: MergeRecord; settings: PageSettings }) {
       {record.unapproved ? (
         <p className="notice unapproved-notice" data-testid="unapproved">
           <strong>Unapproved merge.</strong> The head at merge had no confirmed success from the service
-          {record.decision_id === null ? " (no decision was recorded for it)" : ` (its current decision, ${record.decision_id}, was ${record.decision_conclusion ?? "not a success"})`}:
+          {record.decision_id === null ? " (no decision was recorded for it)"
+          : ` (its current decision, ${record.decision_id}, was ${record.decision_conclusion === "success" ? "a success never confirmed" : record.decision_conclusion ?? "not a success"})`}:
           an administrator bypass, or the check was not required.
         </p>
       ) : (
         <p className="notice ok-notice">Approved: the head at merge had a confirmed success.</p>
       )}
-      {record.break_glass ? (
+      {record.break_glass && record.unapproved ? (
+        <p className="notice warn-notice" data-testid="merge-override">
+          <strong>Break-glass override not confirmed.</strong> The decision current at merge
+          {record.decision_id === null ? null : <> (<a href={`?id=${record.decision_id}`}>{record.decision_id}</a>)</>} carried a break-glass override, but it
+          was not a confirmed success, so the override did not approve this merge.
+        </p>
+      ) : record.break_glass ? (
         <p className="notice warn-notice" data-testid="merge-override">
           <strong>Merged on a break-glass override.</strong> The head at merge was approved by an emergency override, not by its owners
           {record.decision_id === null ? "." : <>: decision <a href={`?id=${record.decision_id}`}>{record.decision_id}</a> names the reviewer, team and reason.</>}
