@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Listed, OpenPullRequestRef } from "../evaluation/evidence.ts";
 import * as checks from "./check-runs.ts";
 import { createCaches } from "./caches.ts";
-import { readFile, type FileLocation } from "./contents.ts";
+import { type BlobRead, readBlob, readFile, type FileLocation } from "./contents.ts";
 import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
 import { listAll, type PageSink, type StreamOutcome, streamAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
@@ -100,6 +100,8 @@ export interface ForgeClient {
   /** GET /repos/{owner}/{repo}/commits/{sha}/pulls, every page: the open pull requests whose head is exactly `headSha` (DESIGN 3.9). */
   listOpenPullRequestsOnHead(installationId: number, owner: string, repo: string, headSha: string, call?: CallOptions): Promise<Listed<OpenPullRequestRef> & { retryAfterMs?: number | null }>;
   readFile(at: FileLocation, maxBytes: number, call?: CallOptions): ReturnType<typeof readFile>;
+  /** GET /repos/{owner}/{repo}/git/blobs/{sha}: a blob by its SHA, at most `maxBytes`, verified against the SHA (contents.ts). */
+  readBlob(at: { installationId: number; owner: string; repo: string; sha: string }, maxBytes: number, call?: CallOptions): Promise<BlobRead>;
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
@@ -142,6 +144,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       return listed.complete ? { complete: true, items: pulls.openOnHead(listed.items, headSha) } : listed;
     },
     readFile: (at, maxBytes, call) => readFile(t, caches.files, at, maxBytes, call),
+    readBlob: (at, maxBytes, call) => readBlob(t, at, maxBytes, call),
     gatherEvidence: (request, gather) => gatherEvidence(t, caches, request, gather),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),

@@ -1,11 +1,12 @@
 // Files at a commit (CODEOWNERS, policy files): contents API, and the blob API when the content is over the forge's 1 MB inline
 // limit (DESIGN 7.1). Reads at a full commit SHA never change, so they are cached (caches.ts, bounded by bytes); never eligibility.
+import { createHash } from "node:crypto";
 import type { FileRead } from "../evaluation/evidence.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { fileKey, repositoryKey, type FileCache, type HeadCache } from "./caches.ts";
 import { ForgeError, invalidBody } from "./errors.ts";
 import { gapFromError } from "./pagination.ts";
-import type { CallOptions, Transport } from "./transport.ts";
+import { type CallOptions, ResponseOverBound, type Transport } from "./transport.ts";
 import { int, object, str, SHA } from "./validate.ts";
 
 const CONTENTS = "GET /repos/{owner}/{repo}/contents/{path}";
@@ -106,4 +107,54 @@ async function readUncached(t: Transport, at: FileLocation, maxBytes: number, ca
   const text = decodeUtf8Strict(bytes);
   if (text === null) return { kind: "incomplete", cause: "inconsistent", detail: `${at.path} is not valid UTF-8` };
   return { kind: "found", path: at.path, text, bytes: size, blobSha: blobShaOf(body) };
+}
+
+/** A blob read by its SHA (`service history replay`): its bytes, verified against the SHA, or why not. */
+export type BlobRead =
+  | { readonly kind: "found"; readonly bytes: Uint8Array }
+  /** 404: the forge no longer has it, or the App no longer sees the repository. */
+  | { readonly kind: "missing" }
+  /** Over `maxBytes` (by the size the forge states, or by a body too long for it): its content was not loaded. */
+  | { readonly kind: "too_large"; readonly bytes: number | null }
+  /** The bytes the forge answered do not hash to the SHA asked for. */
+  | { readonly kind: "mismatch" };
+
+/**
+ * What a blob of at most `maxBytes` takes on the wire: base64 (4 characters for 3 bytes), the forge's line breaks in it
+ * (one per 60 characters, escaped as two in JSON), and the JSON fields around it.
+ */
+export function blobBodyBound(maxBytes: number): number {
+  const base64 = Math.ceil(maxBytes / 3) * 4;
+  return base64 + Math.ceil(base64 / 60) * 2 + 16 * 1024;
+}
+
+/** git's object ID of a blob: SHA-1 (40 hex digits) or, in a SHA-256 repository, SHA-256 (64) of "blob <n>\0" and the bytes. */
+export function gitBlobId(bytes: Uint8Array, algorithm: "sha1" | "sha256"): string {
+  return createHash(algorithm).update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+
+/**
+ * GET /repos/{owner}/{repo}/git/blobs/{sha}, bounded like the service's own reads: a blob the forge says is over `maxBytes`
+ * is not decoded, and the response body is cut off past what `maxBytes` can take (blobBodyBound), so a hostile blob costs at
+ * most that much memory. Forge errors other than 404 and the bound are thrown (ForgeError).
+ */
+export async function readBlob(t: Transport, at: { installationId: number; owner: string; repo: string; sha: string }, maxBytes: number, call?: CallOptions): Promise<BlobRead> {
+  const sha = at.sha.toLowerCase();
+  if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(sha)) return { kind: "missing" };
+  let response;
+  try {
+    response = await t.installation(at.installationId, BLOB, { owner: at.owner, repo: at.repo, file_sha: sha }, { ...call, maxBodyBytes: blobBodyBound(maxBytes) });
+  } catch (error) {
+    if (error instanceof ResponseOverBound) return { kind: "too_large", bytes: null };
+    if (error instanceof ForgeError && error.kind === "not_found") return { kind: "missing" };
+    throw error;
+  }
+  const body = object(response.data, BLOB);
+  const size = int(body, "size", BLOB);
+  if (size > maxBytes) return { kind: "too_large", bytes: size };
+  if (str(body, "encoding", BLOB) !== "base64") throw invalidBody(BLOB);
+  const bytes = new Uint8Array(Buffer.from(str(body, "content", BLOB).replace(/\s+/g, ""), "base64"));
+  if (bytes.length !== size) throw invalidBody(BLOB);
+  if (gitBlobId(bytes, sha.length === 40 ? "sha1" : "sha256") !== sha) return { kind: "mismatch" };
+  return { kind: "found", bytes };
 }

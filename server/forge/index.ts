@@ -8,6 +8,6 @@ export type { EvidenceRequest, GatherOptions, GatherResult, LookupPlan, PlanLook
 export type { OpenPullRequestSummary, PullRequestDetails, RepositoryInfo } from "./pull-requests.ts";
 export { createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type GovernorSettings, type Priority } from "./governor.ts";
 export { INSTALLATION_PERMISSIONS, FORGE_API_VERSION, PER_PAGE, type CallOptions } from "./transport.ts";
-export type { FileLocation } from "./contents.ts";
+export type { BlobRead, FileLocation } from "./contents.ts";
 export { REPOSITORY_MEDIA_TYPE } from "./directory.ts";
 export { convertAppManifest, type AppCredentials, type ManifestConversionOptions } from "./manifest.ts";

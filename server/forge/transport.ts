@@ -91,6 +91,42 @@ export interface CallOptions {
    * entries apart from the whole bodies other readers of the route keep.
    */
   keptAs?: { readonly name: string; readonly project: (data: unknown) => unknown };
+  /**
+   * The most bytes of response body read (installation requests): past it the request is cut off and fails with
+   * ResponseOverBound, before the rest is received. For answers whose size a hostile party decides (a blob of any size).
+   */
+  maxBodyBytes?: number;
+}
+
+/** A response body over its caller's `maxBodyBytes`: cut off unread. Permanent: the same request would answer the same. */
+export class ResponseOverBound extends ForgeError {
+  constructor(route: string, readonly maxBodyBytes: number) {
+    super("permanent", `${route}: response body over ${maxBodyBytes} bytes`);
+  }
+}
+
+/** The body of `response` as text, reading at most `maxBytes` (a declared Content-Length over it is refused unread). */
+async function boundedText(response: Response, route: string, maxBytes: number): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw new ResponseOverBound(route, maxBytes);
+  }
+  const reader = response.body?.getReader();
+  if (reader === undefined) return "";
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ResponseOverBound(route, maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 export interface ForgeResponse {
@@ -159,7 +195,7 @@ export function createTransport(options: TransportOptions): Transport {
    * several times the request itself (issue 5 profile). Same wire format as @octokit/request: path parameters percent-encoded
    * as RFC 6570 simple expansion, the others in the query (GET) or a JSON body, JSON parsed when the response says so.
    */
-  async function fetchInstallation(token: string, route: string, params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<ForgeResponse> {
+  async function fetchInstallation(token: string, route: string, params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined, maxBodyBytes?: number): Promise<ForgeResponse> {
     const space = route.indexOf(" ");
     const method = route.slice(0, space);
     const rest: Record<string, unknown> = { ...params };
@@ -195,7 +231,7 @@ export function createTransport(options: TransportOptions): Transport {
       await response.arrayBuffer().catch(() => {});
       throw Object.assign(new Error(`status ${response.status}`), { status: response.status, response: { status: response.status, headers: responseHeaders } });
     }
-    const text = await response.text();
+    const text = maxBodyBytes === undefined ? await response.text() : await boundedText(response, route, maxBodyBytes);
     let data: unknown = text;
     if (/application\/json/.test(String(responseHeaders["content-type"] ?? ""))) {
       try {
@@ -295,7 +331,7 @@ export function createTransport(options: TransportOptions): Transport {
     async installation(installationId, route, params, call) {
       const token = await tokenFor(installationId);
       try {
-        return await send(`installation:${installationId}`, route, params, call, (rest, headers, signal) => fetchInstallation(token, route, rest, headers, signal));
+        return await send(`installation:${installationId}`, route, params, call, (rest, headers, signal) => fetchInstallation(token, route, rest, headers, signal, call?.maxBodyBytes));
       } catch (error) {
         if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
         throw error;
