@@ -1,0 +1,60 @@
+import { describe, expect, test } from "bun:test";
+import { approve, baseEvidence, USERS, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
+import { describeDecisionRecord, describeMergeRecord, LISTED_PATHS_PER_SET } from "./explain.ts";
+import { mergeFixture, recordFixture } from "./record-fixture.ts";
+
+const approved = () => recordFixture(withReviews(withFiles(baseEvidence(), ["src/app.ts", "docs/guide.md"]), approve(USERS.alice), approve(USERS.erin))).record;
+
+describe("a record in plain words", () => {
+  test("a decision says who approved which owner set, on which commit, under which CODEOWNERS path and blob", () => {
+    const record = approved();
+    const text = describeDecisionRecord(record).join("\n");
+    expect(text).toContain(`decision d1 on acme/widgets#7: success, published ${record.published_at}`);
+    expect(text).toContain(`CODEOWNERS: CODEOWNERS (${record.codeowners!.bytes} bytes) at blob ${record.codeowners!.blob_sha}`);
+    const alice = record.owner_sets.flatMap((s) => s.satisfied_by).find((a) => a.reviewer_login === "alice")!;
+    expect(text).toContain(`approved by @alice (user 10) as a direct owner (@alice): review ${alice.review_id} on commit ${"a".repeat(40)}, submitted ${alice.submitted_at}`);
+    expect(text).toMatch(/owner set \d: @acme\/docs: satisfied, 1 of 1 approvals, 1 paths\n\s+approved by @erin \(user 14\) as a member of @acme\/docs/);
+    expect(text).not.toContain("NOT CONFIRMED");
+  });
+
+  test("an unconfirmed record says the check may not have reached the forge", () => {
+    expect(describeDecisionRecord({ ...approved(), confirmed: false }).join("\n")).toContain("NOT CONFIRMED: written before the check write and never confirmed after it; the check may not have reached the forge");
+  });
+
+  test("a failure names its reasons and the sets that lack approval", () => {
+    const { record } = recordFixture(withFiles(baseEvidence(), ["src/app.ts"]));
+    const text = describeDecisionRecord({ ...record, reasons: ["directory_incomplete"] }).join("\n");
+    expect(text).toContain(": failure, published");
+    expect(text).toContain("reasons: directory_incomplete");
+    expect(text).toContain("@alice: missing, 0 of 1 approvals");
+  });
+
+  test(`at most ${LISTED_PATHS_PER_SET} paths of a set are listed, with how many more`, () => {
+    const paths = Array.from({ length: 25 }, (_, i) => `src/f${i}.ts`);
+    const { record } = recordFixture(withFiles(baseEvidence(), paths));
+    const lines = describeDecisionRecord(record);
+    expect(lines.filter((l) => l.trim().startsWith("path "))).toHaveLength(LISTED_PATHS_PER_SET);
+    expect(lines).toContain(`    and ${25 - LISTED_PATHS_PER_SET} more paths`);
+  });
+
+  test("an approved merge names the merge commit, who merged it, and the decision behind it", () => {
+    const record = approved();
+    const text = describeMergeRecord(mergeFixture(record), record).join("\n");
+    expect(text).toContain(`merge m1 of acme/widgets#7: merge commit ${"9".repeat(40)}, merged by @carol (user 12) at 2026-11-20T10:05:00Z`);
+    expect(text).toContain("approved: the service's check concluded success on the head at merge (d1)");
+    expect(text).toContain("  decision d1 on acme/widgets#7: success");
+    expect(text).not.toContain("UNAPPROVED");
+  });
+
+  test("an unapproved merge is said plainly, with the decision that was current or its absence", () => {
+    const { record } = recordFixture(withFiles(baseEvidence(), ["src/app.ts"]));
+    expect(describeMergeRecord(mergeFixture(record), record).join("\n")).toContain("UNAPPROVED MERGE: no confirmed success of the service was current for the head at merge (the service's current decision for that head was failure (d1))");
+    expect(describeMergeRecord(mergeFixture(null), null).join("\n")).toContain("UNAPPROVED MERGE: no confirmed success of the service was current for the head at merge (no decision of the service was recorded for that head)");
+  });
+
+  test("a merge whose decision was pruned says so; a recovered merge says the reconciler found it", () => {
+    const text = describeMergeRecord(mergeFixture(approved(), { recovered: true }), null).join("\n");
+    expect(text).toContain("the decision d1 is no longer kept");
+    expect(text).toContain("recovered by the reconciler");
+  });
+});

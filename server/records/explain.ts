@@ -1,0 +1,87 @@
+// Decision and merge records in plain words (`service history`, issue 28 item 3): who approved what, on which commit, under
+// which CODEOWNERS path and blob; an unconfirmed record said as such; an unapproved merge said plainly. Lines of text only:
+// the command passes each through visible() (logins, paths and titles may hold terminal escapes).
+import type { DecisionRecord, HistoryRecord, MergeRecord, RecordedApproval, RecordedFile } from "./schema.ts";
+
+/** Per owner set, at most this many paths are listed (the record and `--json` have them all). */
+export const LISTED_PATHS_PER_SET = 10;
+
+const RULE_WORDS: Record<RecordedApproval["rule"], string> = {
+  direct_owner: "as a direct owner",
+  team_membership: "as a member of",
+  app_delegation: "for the App delegation to",
+  break_glass: "as a break-glass override by a member of",
+};
+
+const file = (what: string, read: RecordedFile | null) =>
+  read === null ? `${what}: none read` : `${what}: ${read.path} (${read.bytes} bytes) at blob ${read.blob_sha ?? "unknown (the forge did not say)"}`;
+
+function approvalLine(approval: RecordedApproval): string {
+  const via = approval.rule === "direct_owner" ? `${RULE_WORDS.direct_owner} (${approval.via})` : `${RULE_WORDS[approval.rule]} ${approval.via}`;
+  const on = approval.commit_id === null ? "on an unnamed commit" : `on commit ${approval.commit_id}`;
+  const when = approval.submitted_at === null ? "" : `, submitted ${approval.submitted_at}`;
+  return `approved by @${approval.reviewer_login} (user ${approval.reviewer_id}) ${via}: review ${approval.review_id} ${on}${when}`;
+}
+
+/** A decision record, for a person. */
+export function describeDecisionRecord(record: DecisionRecord): string[] {
+  const where = `${record.repository.full_name}#${record.pull_request}`;
+  const lines = [`decision ${record.id} on ${where}: ${record.conclusion}, published ${record.published_at}`];
+  if (!record.confirmed) {
+    lines.push("  NOT CONFIRMED: written before the check write and never confirmed after it; the check may not have reached the forge");
+  }
+  lines.push(`  head ${record.head_sha}, base ${record.base_sha}, check run ${record.check_run_id ?? "unknown"}`);
+  lines.push(`  title: ${record.title}`);
+  lines.push(`  by service ${record.service.version}${record.service.revision === null ? "" : ` (revision ${record.service.revision})`}`);
+  lines.push(`  ${file("CODEOWNERS", record.codeowners)}`);
+  lines.push(`  ${file("repository policy", record.repository_policy)}`);
+  const org = record.organization_policy;
+  lines.push(org === null ? "  organization policy: none read" : `  organization policy: ${org.repository} ${org.path} at commit ${org.commit_sha ?? "unknown"}, blob ${org.blob_sha ?? "unknown"}`);
+  if (record.reasons.length > 0) lines.push(`  reasons: ${record.reasons.join(", ")}`);
+  record.owner_sets.forEach((set, index) => {
+    const owners = set.owners.length === 0 ? "(no owners)" : set.owners.join(" ");
+    const patterns = set.patterns.length === 0 ? "" : ` under ${set.patterns.join(" ")}`;
+    lines.push(`  owner set ${index + 1}: ${owners}${patterns}: ${set.status}, ${set.approvals} of ${set.required} approvals, ${set.path_count} paths`);
+    for (const approval of set.satisfied_by) lines.push(`    ${approvalLine(approval)}`);
+    for (const path of set.paths.slice(0, LISTED_PATHS_PER_SET)) lines.push(`    path ${path}`);
+    if (set.paths.length > LISTED_PATHS_PER_SET) lines.push(`    and ${set.paths.length - LISTED_PATHS_PER_SET} more paths`);
+  });
+  if (record.owner_sets.length === 0) lines.push("  no owner set");
+  lines.push(`  unowned paths: ${record.unowned_path_count}; non-delegable paths: ${record.non_delegable_path_count}`);
+  const glass = record.break_glass;
+  if (glass !== null) {
+    lines.push(`  BREAK-GLASS OVERRIDE by @${glass.reviewer_login} (user ${glass.reviewer_id}, review ${glass.review_id}) as a member of ${glass.team}: ${glass.reason}`);
+    if (glass.unsatisfied_owner_sets.length > 0) lines.push(`    in place of owner sets ${glass.unsatisfied_owner_sets.map((i) => i + 1).join(", ")}`);
+  }
+  if (record.summarised !== null) {
+    lines.push(`  summarised to stay within the record bound: ${record.summarised.omitted === "inputs" ? "the inputs left out" : "the owner sets' paths left out"}${record.summarised.replayable ? "" : "; it cannot be replayed"}`);
+  }
+  return lines;
+}
+
+/**
+ * A merge record, for a person: who merged what, and whether the service's success was current for the head at merge;
+ * `decision` (the record it names, when read) follows it in full.
+ */
+export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord | null): string[] {
+  const where = `${merge.repository.full_name}#${merge.pull_request}`;
+  const by = merge.merged_by === null ? "by an unknown user" : `by @${merge.merged_by.login} (user ${merge.merged_by.id})`;
+  const lines = [`merge ${merge.id} of ${where}: merge commit ${merge.merge_commit_sha ?? "unknown"}, merged ${by} at ${merge.merged_at ?? "an unknown time"}`];
+  lines.push(`  head at merge ${merge.head_sha}`);
+  if (merge.unapproved) {
+    const last = merge.decision_id === null ? "no decision of the service was recorded for that head" : `the service's current decision for that head was ${merge.decision_conclusion ?? "unknown"} (${merge.decision_id})`;
+    lines.push(`  UNAPPROVED MERGE: no confirmed success of the service was current for the head at merge (${last}): an administrator bypass, or the check was not required`);
+  } else {
+    lines.push(`  approved: the service's check concluded success on the head at merge (${merge.decision_id})`);
+  }
+  if (merge.break_glass) lines.push("  merged under a break-glass override");
+  if (merge.recovered) lines.push("  recovered by the reconciler from the recently closed pull requests (its closed delivery was missed)");
+  lines.push(`  recorded ${merge.recorded_at}`);
+  if (decision !== null) lines.push(...describeDecisionRecord(decision).map((line) => `  ${line}`));
+  else if (merge.decision_id !== null) lines.push(`  the decision ${merge.decision_id} is no longer kept (pruned after the retention period)`);
+  return lines;
+}
+
+export function describeRecord(record: HistoryRecord, related: DecisionRecord | null = null): string[] {
+  return record.kind === "decision" ? describeDecisionRecord(record) : describeMergeRecord(record, related);
+}
