@@ -7,6 +7,7 @@ import { commandUsage, helpRequest, overallUsage } from "./commands/help.ts";
 import { loadOrReport, loggerFor } from "./commands/load.ts";
 import { runDemo } from "./commands/demo.ts";
 import { runExplain } from "./commands/explain.ts";
+import { runHistory, runHistoryExport, runHistoryReplay } from "./commands/history.ts";
 import { runValidate } from "./commands/validate.ts";
 import { startService } from "./commands/serve.ts";
 
@@ -35,6 +36,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === "explain") {
     const config = loadOrReport(process.env, out.stderr);
     return config === null ? EXIT_USAGE : runExplain(argv.slice(1), config, out);
+  }
+  if (command === "history") {
+    // The records need only the database settings; replay also reads the forge with the App's credentials.
+    const config = loadOrReport(process.env, out.stderr, sub === "replay" ? "service" : "database");
+    if (config === null) return EXIT_USAGE;
+    if (sub === "export") return runHistoryExport(argv.slice(2), config, out);
+    if (sub === "replay") return runHistoryReplay(argv.slice(2), config, out);
+    return runHistory(argv.slice(1), config, out);
   }
   if (command === undefined || rest.length > 0) {
     out.stderr(USAGE);

@@ -81,11 +81,11 @@ async function findInstallation(forge: NonNullable<ExplainDeps["forge"]>, owner:
   return `no installation of this App covers ${owner}/${repo}`;
 }
 
-export function evidenceDocument(evidence: Evidence, settings: EvaluationSettings, decision: Decision) {
+export function evidenceDocument(evidence: Evidence, settings: EvaluationSettings, decision: Decision, generatedBy = "service explain") {
   return {
     format: EVIDENCE_DOCUMENT_FORMAT,
     version: 1,
-    generatedBy: "service explain",
+    generatedBy,
     settings,
     decision: { kind: decision.kind, conclusion: decision.conclusion, title: renderCheck(decision).title },
     evidence,

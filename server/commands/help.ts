@@ -1,5 +1,6 @@
 import { type ExitCodes, exitCodesLine } from "./exit-codes.ts";
 import { EXPLAIN_EXIT_CODES, EXPLAIN_USAGE } from "./explain.ts";
+import { HISTORY_EXIT_CODES, HISTORY_EXPORT_EXIT_CODES, HISTORY_EXPORT_USAGE, HISTORY_REPLAY_EXIT_CODES, HISTORY_REPLAY_USAGE, HISTORY_USAGE } from "./history.ts";
 import { VALIDATE_EXIT_CODES, VALIDATE_USAGE } from "./validate.ts";
 
 /**
@@ -44,6 +45,24 @@ export const COMMANDS: readonly CommandHelp[] = [
     exitCodes: EXPLAIN_EXIT_CODES,
   },
   {
+    name: ["history"], synopsis: "service history --repository OWNER/NAME (--pull N | --commit SHA) [--json]",
+    summary: "print the decision and merge records of a pull request, or the record behind a merge or head commit (why it merged: who approved what, on which commit, under which CODEOWNERS); reads only the database settings",
+    usage: HISTORY_USAGE,
+    exitCodes: HISTORY_EXIT_CODES,
+  },
+  {
+    name: ["history", "export"], synopsis: "service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved]",
+    summary: "write the matching records as JSON Lines (one record with its schema_version per line), streamed oldest first; reads only the database settings",
+    usage: HISTORY_EXPORT_USAGE,
+    exitCodes: HISTORY_EXPORT_EXIT_CODES,
+  },
+  {
+    name: ["history", "replay"], synopsis: "service history replay ID [--json]",
+    summary: "read a decision record's files again at their blob SHAs (configured App credentials), run today's evaluation on the recorded inputs and say whether it reaches the recorded conclusion, owner sets and reasons; --json prints the evidence document for the playground",
+    usage: HISTORY_REPLAY_USAGE,
+    exitCodes: HISTORY_REPLAY_EXIT_CODES,
+  },
+  {
     name: ["validate"], synopsis: "service validate [DIR] [--files-from FILE|-] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]",
     summary: "check the CODEOWNERS and policy files the service would read in DIR, offline (no settings, database or forge)",
     usage: VALIDATE_USAGE,
@@ -77,5 +96,7 @@ export function overallUsage(): string {
 export function helpRequest(argv: readonly string[]): CommandHelp | null {
   const words = argv.filter((a) => a !== "--help" && a !== "-h");
   const takesArguments = (c: CommandHelp) => c.synopsis !== `service ${c.name.join(" ")}`;
-  return COMMANDS.find((c) => c.name.every((w, i) => words[i] === w) && (words.length === c.name.length || takesArguments(c))) ?? null;
+  // The longest name that matches: `history export --help` names `history export`, not `history` with arguments.
+  const named = COMMANDS.filter((c) => c.name.every((w, i) => words[i] === w) && (words.length === c.name.length || takesArguments(c)));
+  return named.sort((a, b) => b.name.length - a.name.length)[0] ?? null;
 }

@@ -61,9 +61,9 @@ export function describeDecisionRecord(record: DecisionRecord): string[] {
 
 /**
  * A merge record, for a person: who merged what, and whether the service's success was current for the head at merge;
- * `decision` (the record it names, when read) follows it in full.
+ * `decision` (the record it names, read: null when it is no longer kept) follows it in full; undefined leaves it out.
  */
-export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord | null): string[] {
+export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord | null | undefined): string[] {
   const where = `${merge.repository.full_name}#${merge.pull_request}`;
   const by = merge.merged_by === null ? "by an unknown user" : `by @${merge.merged_by.login} (user ${merge.merged_by.id})`;
   const lines = [`merge ${merge.id} of ${where}: merge commit ${merge.merge_commit_sha ?? "unknown"}, merged ${by} at ${merge.merged_at ?? "an unknown time"}`];
@@ -77,11 +77,12 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   if (merge.break_glass) lines.push("  merged under a break-glass override");
   if (merge.recovered) lines.push("  recovered by the reconciler from the recently closed pull requests (its closed delivery was missed)");
   lines.push(`  recorded ${merge.recorded_at}`);
+  if (decision === undefined) return lines; // the caller shows it elsewhere
   if (decision !== null) lines.push(...describeDecisionRecord(decision).map((line) => `  ${line}`));
   else if (merge.decision_id !== null) lines.push(`  the decision ${merge.decision_id} is no longer kept (pruned after the retention period)`);
   return lines;
 }
 
-export function describeRecord(record: HistoryRecord, related: DecisionRecord | null = null): string[] {
+export function describeRecord(record: HistoryRecord, related?: DecisionRecord | null): string[] {
   return record.kind === "decision" ? describeDecisionRecord(record) : describeMergeRecord(record, related);
 }
