@@ -3,7 +3,8 @@ import { approve, baseEvidence, USERS, withFiles, withReviews } from "../evaluat
 import { describeDecisionRecord, describeMergeRecord, LISTED_PATHS_PER_SET } from "./explain.ts";
 import { mergeFixture, recordFixture } from "./record-fixture.ts";
 
-const approved = () => recordFixture(withReviews(withFiles(baseEvidence(), ["src/app.ts", "docs/guide.md"]), approve(USERS.alice), approve(USERS.erin))).record;
+const SUBMITTED = "2026-11-20T09:59:00Z";
+const approved = () => recordFixture(withReviews(withFiles(baseEvidence(), ["src/app.ts", "docs/guide.md"]), { ...approve(USERS.alice), submittedAt: SUBMITTED }, approve(USERS.erin))).record;
 
 describe("a record in plain words", () => {
   test("a decision says who approved which owner set, on which commit, under which CODEOWNERS path and blob", () => {
@@ -12,8 +13,8 @@ describe("a record in plain words", () => {
     expect(text).toContain(`decision d1 on acme/widgets#7: success, published ${record.published_at}`);
     expect(text).toContain(`CODEOWNERS: CODEOWNERS (${record.codeowners!.bytes} bytes) at blob ${record.codeowners!.blob_sha}`);
     const alice = record.owner_sets.flatMap((s) => s.satisfied_by).find((a) => a.reviewer_login === "alice")!;
-    expect(text).toContain(`approved by @alice (user 10) as a direct owner (@alice): review ${alice.review_id} on commit ${"a".repeat(40)}, submitted ${alice.submitted_at}`);
-    expect(text).toMatch(/owner set \d: @acme\/docs: satisfied, 1 of 1 approvals, 1 paths\n\s+approved by @erin \(user 14\) as a member of @acme\/docs/);
+    expect(text).toContain(`approved by @alice (user 10) as a direct owner (@alice): review ${alice.review_id} on commit ${"a".repeat(40)}, submitted ${SUBMITTED}`);
+    expect(text).toMatch(/owner set \d: @acme\/docs under \/docs\/: satisfied, 1 of 1 approvals, 1 paths\n\s+approved by @erin \(user 14\) as a member of @acme\/docs: review \d+ on commit a{40}\n/);
     expect(text).not.toContain("NOT CONFIRMED");
   });
 
@@ -26,7 +27,7 @@ describe("a record in plain words", () => {
     const text = describeDecisionRecord({ ...record, reasons: ["directory_incomplete"] }).join("\n");
     expect(text).toContain(": failure, published");
     expect(text).toContain("reasons: directory_incomplete");
-    expect(text).toContain("@alice: missing, 0 of 1 approvals");
+    expect(text).toContain("@alice under /src/: missing, 0 of 1 approvals");
   });
 
   test(`at most ${LISTED_PATHS_PER_SET} paths of a set are listed, with how many more`, () => {

@@ -70,6 +70,14 @@ describe("replay of a decision record", () => {
     expect(outcome.kind === "different" && outcome.differences.some((d) => d.startsWith("owner set @mallory: absent from the record"))).toBe(true);
   });
 
+  test("who satisfied a set is compared: a record naming another review differs", async () => {
+    const { record, blobs } = recordFixture(approved());
+    const sets = record.owner_sets.map((set) => ({ ...set, satisfied_by: set.satisfied_by.map((a) => ({ ...a, review_id: a.review_id + 1000 })) }));
+    const outcome = await replayRecord({ ...record, owner_sets: sets }, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
+    expect(outcome.kind).toBe("different");
+    expect(outcome.kind === "different" && outcome.differences.filter((d) => d.includes(": recorded satisfied by @"))).toHaveLength(2);
+  });
+
   test("reasons are compared: a recorded reason today's decision does not give is a difference", async () => {
     const { record, blobs } = recordFixture(withFiles(baseEvidence(), ["src/app.ts"]));
     const outcome = await replayRecord({ ...record, reasons: ["reviews_incomplete"] }, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);

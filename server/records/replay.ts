@@ -4,10 +4,12 @@
 // reaches the recorded conclusion, owner sets and reasons, and what differs when it does not.
 // No Bun, Node, database, forge or clock import: the caller supplies the blob reader.
 import { evaluate } from "../evaluation/evaluate.ts";
-import type { CountedApproval, Decision, OwnerSetResult } from "../evaluation/decision.ts";
+import type { Decision } from "../evaluation/decision.ts";
 import { CODEOWNERS_LOCATIONS, type CodeownersEvidence, type EvaluationSettings, type Evidence, type FileRead } from "../evaluation/evidence.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
-import type { ApprovalRule, DecisionRecord, RecordedFileRead, RecordedOwnerSet } from "./schema.ts";
+import { buildDecisionRecord } from "./build.ts";
+import type { DecisionRecordBody } from "./codec.ts";
+import type { DecisionRecord, RecordedFileRead, RecordedOwnerSet } from "./schema.ts";
 
 /** Which repository a recorded file is read from: the record's own, or the organization policy repository. */
 export interface BlobLocation {
@@ -51,7 +53,7 @@ function locationOf(record: DecisionRecord, which: "repository" | "organization"
   return named.includes("/") ? { owner: named.slice(0, named.indexOf("/")), repo: named.slice(named.indexOf("/") + 1) } : { owner, repo: named };
 }
 
-async function resolve(read: RecordedFileRead, at: { owner: string; repo: string }, maxBytes: number, readBlob: ReadBlob, what: string): Promise<Resolved> {
+async function resolve(read: RecordedFileRead, at: { owner: string; repo: string }, maxBytes: number, readBlob: ReadBlob, what: string, commitSha: string | null = null): Promise<Resolved> {
   if (read.kind !== "found") return { read };
   if (read.blob_sha === null) return { cannot: `the record names no blob for ${what} ${read.path} (the forge did not say)` };
   if (at.repo === "") return { cannot: `the record names no repository for ${what} ${read.path}` };
@@ -60,7 +62,7 @@ async function resolve(read: RecordedFileRead, at: { owner: string; repo: string
   if (answer.kind === "not_as_recorded") return { cannot: `the blob ${read.blob_sha} of ${what} ${read.path} is not the recorded file: ${answer.detail}` };
   if (answer.kind === "unavailable") return { cannot: `the blob ${read.blob_sha} of ${what} ${read.path} could not be read: ${answer.detail}` };
   if (answer.bytes !== read.bytes) return { cannot: `the blob ${read.blob_sha} of ${what} ${read.path} has ${answer.bytes} bytes, the record says ${read.bytes}` };
-  return { read: { kind: "found", path: read.path, text: answer.text, bytes: answer.bytes } };
+  return { read: { kind: "found", path: read.path, text: answer.text, bytes: answer.bytes, blobSha: read.blob_sha, ...(commitSha === null ? {} : { commitSha }) } };
 }
 
 /**
@@ -83,7 +85,7 @@ export async function rebuildEvidence(record: DecisionRecord, readBlob: ReadBlob
   }
   const repositoryPolicy = await resolve(inputs.repositoryPolicy, repository, MAX_POLICY_FILE_BYTES, readBlob, "the repository policy");
   if ("cannot" in repositoryPolicy) return repositoryPolicy.cannot;
-  const organizationPolicy = await resolve(inputs.organizationPolicy, locationOf(record, "organization"), MAX_POLICY_FILE_BYTES, readBlob, "the organization policy");
+  const organizationPolicy = await resolve(inputs.organizationPolicy, locationOf(record, "organization"), MAX_POLICY_FILE_BYTES, readBlob, "the organization policy", record.organization_policy?.commit_sha ?? null);
   if ("cannot" in organizationPolicy) return organizationPolicy.cannot;
   return { ...inputs, codeowners: codeowners as CodeownersEvidence, repositoryPolicy: repositoryPolicy.read, organizationPolicy: organizationPolicy.read };
 }
@@ -98,79 +100,77 @@ export function replaySettings(record: DecisionRecord, today: EvaluationSettings
   return { ...today, policyPath };
 }
 
-/** An owner set as both sides can say it: the record's fields, computed from a Decision for today's side. */
-interface OwnerSetView {
-  readonly owners: readonly string[];
-  readonly required: number;
-  readonly approvals: number;
-  readonly status: string;
-  readonly pathCount: number;
-  /** Null when the record left the paths out (summarised). */
-  readonly paths: readonly string[] | null;
-  /** `login rule via`, sorted. */
-  readonly satisfiedBy: readonly string[];
-}
-
-const RULE_OF: Record<CountedApproval["via"]["kind"], ApprovalRule> = { user: "direct_owner", team: "team_membership", app: "app_delegation" };
-
-const approvalKey = (login: string, rule: string, via: string) => `${login.toLowerCase()} ${rule} ${via.toLowerCase()}`;
-
-function viewOfResult(set: OwnerSetResult): OwnerSetView {
+/** An owner set's facts replay compares (the record's fields). */
+function setFacts(set: RecordedOwnerSet, pathsKept: boolean) {
   return {
-    owners: set.owners, required: set.required, approvals: set.approvals, status: set.status, pathCount: set.paths.length, paths: set.paths,
-    satisfiedBy: set.counted.map((c) => approvalKey(c.reviewer, RULE_OF[c.via.kind], c.via.kind === "app" ? c.via.app : c.via.owner)).sort(),
-  };
-}
-
-function viewOfRecorded(set: RecordedOwnerSet, pathsKept: boolean): OwnerSetView {
-  return {
-    owners: set.owners, required: set.required, approvals: set.approvals, status: set.status, pathCount: set.path_count, paths: pathsKept ? set.paths : null,
-    satisfiedBy: set.satisfied_by.map((a) => approvalKey(a.reviewer_login, a.rule, a.via)).sort(),
+    status: set.status, required: set.required, approvals: set.approvals, path_count: set.path_count, paths: pathsKept ? set.paths : null, patterns: set.patterns,
+    satisfied_by: set.satisfied_by.map((a) => `@${a.reviewer_login} (review ${a.review_id} on ${a.commit_id ?? "no commit"}, ${a.rule} ${a.via})`).sort(),
   };
 }
 
 const ownersKey = (owners: readonly string[]) => owners.map((o) => o.toLowerCase()).join(" ");
 const listed = (items: readonly string[]) => (items.length === 0 ? "none" : items.join(", "));
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((item, i) => item === b[i]);
+const setLabel = (owners: readonly string[]) => `owner set ${owners.length === 0 ? "(no owners)" : owners.join(" ")}`;
 
-function compareSet(label: string, recorded: OwnerSetView, today: OwnerSetView): Difference[] {
+function compareSet(label: string, recorded: ReturnType<typeof setFacts>, today: ReturnType<typeof setFacts>): Difference[] {
   const out: Difference[] = [];
   if (recorded.status !== today.status) out.push(`${label}: recorded ${recorded.status}, today ${today.status}`);
   if (recorded.required !== today.required) out.push(`${label}: recorded ${recorded.required} required approvals, today ${today.required}`);
   if (recorded.approvals !== today.approvals) out.push(`${label}: recorded ${recorded.approvals} approvals, today ${today.approvals}`);
-  if (recorded.pathCount !== today.pathCount) out.push(`${label}: recorded ${recorded.pathCount} paths, today ${today.pathCount}`);
-  else if (recorded.paths !== null && today.paths !== null && !sameList(recorded.paths, today.paths)) {
+  if (!sameList(recorded.patterns, today.patterns)) out.push(`${label}: recorded under ${listed(recorded.patterns)}; today under ${listed(today.patterns)}`);
+  if (recorded.path_count !== today.path_count) out.push(`${label}: recorded ${recorded.path_count} paths, today ${today.path_count}`);
+  else if (recorded.paths !== null && !sameList(recorded.paths, today.paths!)) {
     const gone = recorded.paths.filter((p) => !today.paths!.includes(p));
-    const added = today.paths.filter((p) => !recorded.paths!.includes(p));
+    const added = today.paths!.filter((p) => !recorded.paths!.includes(p));
     out.push(`${label}: paths differ (only recorded: ${listed(gone.slice(0, 5))}; only today: ${listed(added.slice(0, 5))})`);
   }
-  if (!sameList(recorded.satisfiedBy, today.satisfiedBy)) out.push(`${label}: recorded satisfied by ${listed(recorded.satisfiedBy)}; today by ${listed(today.satisfiedBy)}`);
+  if (!sameList(recorded.satisfied_by, today.satisfied_by)) out.push(`${label}: recorded satisfied by ${listed(recorded.satisfied_by)}; today by ${listed(today.satisfied_by)}`);
   return out;
 }
 
-/** Whether `decision` (today's) reaches the record's conclusion, owner sets and reasons; the differences when it does not. */
-export function compareWithRecord(record: DecisionRecord, decision: Decision): Difference[] {
+/** The record today's decision makes, whole (never summarised), with the recorded publication's facts. */
+export function todaysRecord(record: DecisionRecord, decision: Decision, evidence: Evidence): DecisionRecordBody {
+  const organization = record.organization_policy?.repository ?? "";
+  return buildDecisionRecord(decision, evidence, {
+    installationId: record.installation_id, repository: record.repository, checkRunId: record.check_run_id, title: record.title,
+    publishedAtMs: Date.parse(record.published_at), service: record.service,
+    organizationPolicyRepository: organization.includes("/") ? organization.slice(organization.indexOf("/") + 1) : organization,
+  }, Number.POSITIVE_INFINITY);
+}
+
+/**
+ * Whether `decision` (today's, on the rebuilt evidence) reaches the record's conclusion, owner sets and reasons: today's
+ * record is built by the same builder the worker uses and compared field by field; the differences when it does not.
+ */
+export function compareWithRecord(record: DecisionRecord, decision: Decision, evidence: Evidence): Difference[] {
+  if (decision.kind !== "conclusive" || decision.conclusion === null) {
+    return [`conclusion: recorded ${record.conclusion}, today ${decision.kind === "retry" ? "no conclusion (a transient gap: retry)" : "not enabled"}`];
+  }
+  const today = todaysRecord(record, decision, evidence);
   const out: Difference[] = [];
-  if (decision.kind !== "conclusive") out.push(`conclusion: recorded ${record.conclusion}, today ${decision.kind === "retry" ? "no conclusion (a transient gap: retry)" : "not enabled"}`);
-  else if (decision.conclusion !== record.conclusion) out.push(`conclusion: recorded ${record.conclusion}, today ${decision.conclusion}`);
+  if (today.conclusion !== record.conclusion) out.push(`conclusion: recorded ${record.conclusion}, today ${today.conclusion}`);
   const recordedReasons = [...record.reasons].sort();
-  const todayReasons = decision.reasons.map((r) => r.code).sort();
+  const todayReasons = [...today.reasons].sort();
   if (!sameList(recordedReasons, todayReasons)) out.push(`reasons: recorded ${listed(recordedReasons)}; today ${listed(todayReasons)}`);
-  if (record.unowned_path_count !== decision.unownedPathCount) out.push(`unowned paths: recorded ${record.unowned_path_count}, today ${decision.unownedPathCount}`);
+  if ((record.codeowners?.path ?? null) !== (today.codeowners?.path ?? null)) out.push(`code-owners file: recorded ${record.codeowners?.path ?? "none"}, today ${today.codeowners?.path ?? "none"}`);
+  if (record.unowned_path_count !== today.unowned_path_count) out.push(`unowned paths: recorded ${record.unowned_path_count}, today ${today.unowned_path_count}`);
+  if (record.non_delegable_path_count !== today.non_delegable_path_count) out.push(`non-delegable paths: recorded ${record.non_delegable_path_count}, today ${today.non_delegable_path_count}`);
   const pathsKept = record.summarised?.omitted !== "owner_set_paths";
-  const todaySets = new Map(decision.ownerSets.map((set) => [ownersKey(set.owners), viewOfResult(set)]));
+  const todaySets = new Map(today.owner_sets.map((set) => [ownersKey(set.owners), set]));
   const recordedKeys = new Set<string>();
   for (const set of record.owner_sets) {
     const key = ownersKey(set.owners);
     recordedKeys.add(key);
-    const label = `owner set ${set.owners.length === 0 ? "(no owners)" : set.owners.join(" ")}`;
-    const today = todaySets.get(key);
-    if (today === undefined) out.push(`${label}: recorded (${set.status}), absent today`);
-    else out.push(...compareSet(label, viewOfRecorded(set, pathsKept), today));
+    const now = todaySets.get(key);
+    if (now === undefined) out.push(`${setLabel(set.owners)}: recorded (${set.status}), absent today`);
+    else out.push(...compareSet(setLabel(set.owners), setFacts(set, pathsKept), setFacts(now, pathsKept)));
   }
-  for (const [key, set] of todaySets) if (!recordedKeys.has(key)) out.push(`owner set ${set.owners.length === 0 ? "(no owners)" : set.owners.join(" ")}: absent from the record, today ${set.status}`);
-  const breakGlass = (decision as { readonly breakGlass?: unknown }).breakGlass ?? null;
-  if ((record.break_glass !== null) !== (breakGlass !== null)) out.push(`break-glass override: recorded ${record.break_glass === null ? "none" : `by ${record.break_glass.reviewer_login}`}, today ${breakGlass === null ? "none" : "applied"}`);
+  for (const [key, set] of todaySets) if (!recordedKeys.has(key)) out.push(`${setLabel(set.owners)}: absent from the record, today ${set.status}`);
+  if (JSON.stringify(record.break_glass) !== JSON.stringify(today.break_glass)) {
+    const who = (glass: DecisionRecord["break_glass"]) => (glass === null ? "none" : `by @${glass.reviewer_login} (review ${glass.review_id})`);
+    out.push(`break-glass override: recorded ${who(record.break_glass)}, today ${who(today.break_glass)}`);
+  }
   return out;
 }
 
@@ -179,6 +179,6 @@ export async function replayRecord(record: DecisionRecord, settings: EvaluationS
   const evidence = await rebuildEvidence(record, readBlob);
   if (typeof evidence === "string") return { kind: "cannot_replay", why: evidence };
   const decision = evaluate(evidence, replaySettings(record, settings));
-  const differences = compareWithRecord(record, decision);
+  const differences = compareWithRecord(record, decision, evidence);
   return differences.length === 0 ? { kind: "same", evidence, decision } : { kind: "different", evidence, decision, differences };
 }
