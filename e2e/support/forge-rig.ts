@@ -7,8 +7,10 @@ import { createWorker, DEFAULT_WORKER_OPTIONS, type Worker } from "../../server/
 import { createScenario, generateAppKeys, type Scenario } from "../../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
 import { type BackendName, createTestDatabase, type TestDatabase } from "./databases.ts";
+import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./replay-records.ts";
 
 export const CHECK_NAME = "Service / approval";
+const RIG_SETTINGS = { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false } as const;
 
 /**
  * The pieces in-process worker and reconciler tests share: a forge simulator with no webhook URL (every delivery is lost, as
@@ -41,7 +43,7 @@ export async function startReconcilerRig(backend: BackendName, reviewers: string
   const worker = createWorker(
     {
       store, forge, metrics, log, now: () => Date.now(), workerId: "worker-1", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { ...RIG_SETTINGS, organizationPolicyRepository: ".forge" },
     },
     { ...DEFAULT_WORKER_OPTIONS, pollMs: options.pollMs ?? 50, leaseMs: 30_000, retryCapSeconds: options.retryCapSeconds ?? 5 },
   );
@@ -58,6 +60,13 @@ export async function stopReconcilerRig(rig: ReconcilerRig): Promise<void> {
   await rig.reconciler.stop();
   await rig.worker.stop();
   await rig.store.close();
-  await rig.sim.stop();
-  await rig.database.drop();
+  // Every decision record the rig's worker wrote must replay to itself (issue 28 item 4), checked while the forge is up.
+  let report: ReplayReport | null = null;
+  try {
+    report = await replayEveryRecord(rig.database.target, rig.sim, rig.scenario, RIG_SETTINGS);
+  } finally {
+    await rig.sim.stop();
+    await rig.database.drop();
+  }
+  assertReplayAgreement(report);
 }

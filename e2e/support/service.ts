@@ -9,6 +9,7 @@ import { type RunningService, startService } from "../../server/commands/serve.t
 import { migrateDatabase } from "../../server/store/index.ts";
 import type { CheckTransition } from "../../server/worker/context.ts";
 import { type BackendName, createTestDatabase, type TestDatabase } from "./databases.ts";
+import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./replay-records.ts";
 
 /**
  * The service in-process against the forge simulator: the base scenario (one organization, a target repository with
@@ -87,9 +88,16 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
     async stop() {
       for (const replica of replicas) await replica.stop();
       await service.stop();
-      await sim.stop();
-      await database.drop();
-      rmSync(dir, { recursive: true, force: true });
+      // Every decision record the suite's service wrote must replay to itself (issue 28 item 4), checked while the forge is up.
+      let report: ReplayReport | null = null;
+      try {
+        report = await replayEveryRecord(database.target, sim, scenario, { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges });
+      } finally {
+        await sim.stop();
+        await database.drop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+      assertReplayAgreement(report);
     },
   };
 }
