@@ -6,6 +6,7 @@ import { createScenario, generateAppKeys, type Scenario } from "../server/simula
 import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
 import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "./support/databases.ts";
+import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./support/replay-records.ts";
 
 /**
  * The compiled executable recovers a missed delivery: the scenario's pull request was opened and approved while nothing
@@ -46,8 +47,15 @@ describe.each(BACKENDS)("compiled binary reconciler on %s", (backend) => {
 
   afterEach(async () => {
     for (const service of services.splice(0)) await service.stop().catch(() => {});
-    await sim?.stop();
-    await database?.drop();
+    // The records the binaries wrote must replay to themselves (issue 28 item 4; e2e/support/replay-records.ts).
+    let report: ReplayReport | null = null;
+    try {
+      if (sim && database && scenario) report = await replayEveryRecord(database.target, sim, scenario);
+    } finally {
+      await sim?.stop();
+      await database?.drop();
+    }
+    if (report) assertReplayAgreement(report);
   });
 
   async function prepare() {

@@ -8,6 +8,7 @@ import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/si
 import { ensureBinary, runBinary, startBinary } from "./support/binary.ts";
 import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } from "./support/databases.ts";
 import { waitUntil, WEBHOOK_SECRET } from "./support/service.ts";
+import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./support/replay-records.ts";
 
 /**
  * The compiled binary interrupted mid-evaluation (issue 6 item 8): killed with SIGKILL, the durable work completes after a
@@ -53,9 +54,17 @@ async function stallAnEvaluation(f: Fixture, stallMs: number): Promise<string> {
 let current: Fixture | null = null;
 afterEach(async () => {
   if (!current) return;
-  await current.sim.stop();
-  await current.database.drop();
+  const { sim, database, scenario } = current;
   current = null;
+  // The records the binary's workers wrote must replay to themselves (issue 28 item 4; e2e/support/replay-records.ts).
+  let report: ReplayReport | null = null;
+  try {
+    report = await replayEveryRecord(database.target, sim, scenario);
+  } finally {
+    await sim.stop();
+    await database.drop();
+  }
+  assertReplayAgreement(report);
 });
 
 describe.each(BACKENDS)("interrupted evaluations on %s", (backend) => {
