@@ -7,7 +7,7 @@ import { all, openStore, run } from "../server/store/index.ts";
 import { BINARY, cleanEnv, ensureBinary } from "./support/binary.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { replayEveryRecord } from "./support/replay-records.ts";
-import { type ServiceHarness, startServiceHarness } from "./support/service.ts";
+import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * Decision records replayed end to end (issue 28 item 4): the worker publishes against the forge simulator and records each
@@ -98,10 +98,18 @@ describe.each(BACKENDS)("decision record replay on %s", (backend) => {
           return { stdout, stderr, exitCode };
         };
         const repository = `${h.scenario.org}/${h.scenario.repo}`;
-        const why = await exec(["history", "--repository", repository, "--commit", head]);
-        expect({ exitCode: why.exitCode, stderr: why.stderr }).toEqual({ exitCode: 0, stderr: "" });
-        expect(why.stdout).toContain(`${repository} at ${head}: no merge recorded; the decisions on this head:`);
-        expect(why.stdout).toMatch(/: success, published .*\n(?:.*\n)*\s+approved by @bob \(user \d+\) /);
+        const passed = await exec(["history", "--repository", repository, "--commit", head]);
+        expect({ exitCode: passed.exitCode, stderr: passed.stderr }).toEqual({ exitCode: 0, stderr: "" });
+        expect(passed.stdout).toContain(`${repository} at ${head}: no merge recorded; the decisions on this head:`);
+        expect(passed.stdout).toMatch(/: success, published .*\n(?:.*\n)*\s+approved by @bob \(user \d+\) /);
+        // The auditor's question: why did this commit merge?
+        const merged = await h.sim.control.mergePullRequest({ owner: h.scenario.org, repo: h.scenario.repo, number: h.scenario.pullNumber, by: "alice" });
+        const mergeCommit = merged.merged!.commitSha;
+        await waitUntil(async () => (await exec(["history", "--repository", repository, "--commit", mergeCommit])).exitCode === 0, "the merge record");
+        const why = await exec(["history", "--repository", repository, "--commit", mergeCommit]);
+        expect(why.stdout).toMatch(new RegExp(`^merge m\\d+ of ${repository}#${h.scenario.pullNumber}: merge commit ${mergeCommit}, merged by @alice `, "m"));
+        expect(why.stdout).toMatch(/approved: the service's check concluded success on the head at merge \(d\d+\)\n(?:.*\n)*\s+decision d\d+ on .*: success/);
+        expect(why.stdout).toMatch(/CODEOWNERS: \.forge\/CODEOWNERS \(\d+ bytes\) at blob [0-9a-f]{40}/);
         const exported = await exec(["history", "export", "--repository", repository]);
         expect(exported.exitCode).toBe(0);
         const lines = exported.stdout.trim().split("\n").map((line) => JSON.parse(line) as { id: string; schema_version: number; conclusion: string });
