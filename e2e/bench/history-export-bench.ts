@@ -11,6 +11,7 @@
  * Prints JSON. Needs TEST_POSTGRES_URL (scripts/bench.sh starts a throwaway cluster) and dist/service (npm run build).
  */
 import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import postgres from "postgres";
 import { evaluate } from "../../server/evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../../server/evaluation/evidence.ts";
@@ -117,16 +118,20 @@ async function exportRun(url: string): Promise<Record<string, unknown>> {
     const { done, value } = await reader.read();
     if (done) break;
     bytes += value.byteLength;
-    for (const byte of value) if (byte === 10) lines += 1;
+    for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) lines += 1;
     if (first === null) first = decoder.decode(value.subarray(0, Math.min(value.byteLength, 400)));
   }
   peak = Math.max(peak, peakRss(proc.pid) ?? 0);
   const [exitCode, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
   clearInterval(sampler);
   const seconds = (performance.now() - started) / 1000;
+  // The machine is shared: the export's own CPU time says what it costs apart from waiting for a core.
+  const cpu = proc.resourceUsage()?.cpuTime;
+  const cpuSeconds = cpu === undefined ? null : Number(cpu.user + cpu.system) / 1e6;
   return {
     exit_code: exitCode, stderr: stderr.trim().split("\n").slice(-2), lines, megabytes: Math.round(bytes / 1048576), seconds: Math.round(seconds * 100) / 100,
-    records_per_second: Math.round(lines / seconds), peak_rss_mib: Math.round((peak / 1048576) * 10) / 10, rss_target_mib: RSS_TARGET_BYTES / 1048576,
+    records_per_second: Math.round(lines / seconds), cpu_seconds: cpuSeconds === null ? null : Math.round(cpuSeconds * 100) / 100,
+    records_per_cpu_second: cpuSeconds === null ? null : Math.round(lines / cpuSeconds), load_average: loadavg().map((l) => Math.round(l * 10) / 10), peak_rss_mib: Math.round((peak / 1048576) * 10) / 10, rss_target_mib: RSS_TARGET_BYTES / 1048576,
     within_rss_target: peak > 0 && peak < RSS_TARGET_BYTES, first_line_prefix: first?.slice(0, 120) ?? null,
   };
 }
