@@ -220,7 +220,11 @@ function select(table: "decision_records" | "merge_records", columns: string, ti
     // newest first and none oldest first (bound MAX), if higher the reverse (bound 0).
     const idBound = kind === after.kind ? after.id : kind < after.kind ? Number.MAX_SAFE_INTEGER : 0;
     const time = bind(after.time);
-    where.push(newest ? `(${timeColumn} < ${time} or (${timeColumn} = ${time} and id < ${bind(idBound)}))` : `(${timeColumn} > ${time} or (${timeColumn} = ${time} and id > ${bind(idBound)}))`);
+    // The bound on the time alone is implied by the rest, and is what lets the index scan start at the cursor: without it
+    // PostgreSQL reads (and filters out) every row before the cursor, and a million-record export costs quadratic time.
+    where.push(newest
+      ? `${timeColumn} <= ${time} and (${timeColumn} < ${time} or id < ${bind(idBound)})`
+      : `${timeColumn} >= ${time} and (${timeColumn} > ${time} or id > ${bind(idBound)})`);
   }
   const order = newest ? "desc" : "asc";
   const text = `select ${columns} from ${table}${where.length > 0 ? ` where ${where.join(" and ")}` : ""} order by ${timeColumn} ${order}, id ${order} limit ${bind(limit)}`;
