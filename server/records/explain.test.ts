@@ -38,6 +38,13 @@ describe("a record in plain words", () => {
     expect(lines).toContain(`    and ${25 - LISTED_PATHS_PER_SET} more paths`);
   });
 
+  test("a break-glass override is said plainly, with who, the team, the reason and the sets it stood in for", () => {
+    const glass = { review_id: 77, reviewer_id: 15, reviewer_login: "mallory", reason: "prod is down", team: "sre", unsatisfied_owner_sets: [0] };
+    const text = describeDecisionRecord({ ...approved(), break_glass: glass }).join("\n");
+    expect(text).toContain("BREAK-GLASS OVERRIDE by @mallory (user 15, review 77) as a member of sre: prod is down");
+    expect(text).toContain("in place of owner sets 1");
+  });
+
   test("an approved merge names the merge commit, who merged it, and the decision behind it", () => {
     const record = approved();
     const text = describeMergeRecord(mergeFixture(record), record).join("\n");

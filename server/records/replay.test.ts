@@ -78,6 +78,13 @@ describe("replay of a decision record", () => {
     expect(outcome.kind === "different" && outcome.differences.filter((d) => d.includes(": recorded satisfied by @"))).toHaveLength(2);
   });
 
+  test("the break-glass override is compared: a recorded override today's evaluation does not apply differs", async () => {
+    const { record, blobs } = recordFixture(withFiles(baseEvidence(), ["src/app.ts"]));
+    const glass = { review_id: 77, reviewer_id: 15, reviewer_login: "mallory", reason: "prod is down", team: "sre", unsatisfied_owner_sets: [0] };
+    const outcome = await replayRecord({ ...record, break_glass: glass }, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
+    expect(outcome.kind === "different" && outcome.differences).toEqual(["break-glass override: recorded by @mallory (review 77), today none"]);
+  });
+
   test("reasons are compared: a recorded reason today's decision does not give is a difference", async () => {
     const { record, blobs } = recordFixture(withFiles(baseEvidence(), ["src/app.ts"]));
     const outcome = await replayRecord({ ...record, reasons: ["reviews_incomplete"] }, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
