@@ -30,6 +30,11 @@ describe("history export", () => {
     expect(exportLine(records[1]!)).not.toContain("\n\n");
   });
 
+  test("a line begins with what the record is: schema_version, kind, id (and a decision's confirmation)", () => {
+    expect(exportLine(decision(7))).toStartWith('{"schema_version":1,"kind":"decision","id":"d7","confirmed":true,"installation_id":');
+    expect(exportLine(mergeFixture(null, { id: "m3" }))).toStartWith('{"schema_version":1,"kind":"merge","id":"m3","installation_id":');
+  });
+
   test("no matching record writes nothing", async () => {
     const chunks: string[] = [];
     expect(await exportHistory(batches([], 2), { write: async (chunk) => void chunks.push(chunk) })).toBe(0);

@@ -20,9 +20,15 @@ export class OutputClosed extends Error {
 
 export type ReadBatch = (after: string | null) => Promise<{ readonly records: readonly HistoryRecord[]; readonly next: string | null }>;
 
-/** One record as its line: the record's JSON (it carries `schema_version`), ending with a newline. */
+/**
+ * One record as its line: the record's JSON (it carries `schema_version`), ending with a newline. A line begins with
+ * `schema_version`, `kind` and `id` (a decision's `confirmed` next), so a reader of the raw lines sees what each is first.
+ */
 export function exportLine(record: HistoryRecord): string {
-  return `${JSON.stringify(record)}\n`;
+  const head = record.kind === "decision"
+    ? { schema_version: record.schema_version, kind: record.kind, id: record.id, confirmed: record.confirmed }
+    : { schema_version: record.schema_version, kind: record.kind, id: record.id };
+  return `${JSON.stringify({ ...head, ...record })}\n`;
 }
 
 /** Writes every record `readBatch` yields, batch after batch; resolves to how many were written. */
