@@ -45,13 +45,13 @@ export const COMMANDS: readonly CommandHelp[] = [
     exitCodes: EXPLAIN_EXIT_CODES,
   },
   {
-    name: ["history"], synopsis: "service history --repository OWNER/NAME (--pull N | --commit SHA) [--json]",
-    summary: "print the decision and merge records of a pull request, or the record behind a merge or head commit (why it merged: who approved what, on which commit, under which CODEOWNERS); reads only the database settings",
+    name: ["history"], synopsis: "service history --repository OWNER/NAME [--pull N | --commit SHA] [--overrides] [--json]",
+    summary: "print the decision and merge records of a pull request, or the record behind a merge or head commit (why it merged: who approved what, on which commit, under which CODEOWNERS); --overrides keeps only break-glass overrides; reads only the database settings",
     usage: HISTORY_USAGE,
     exitCodes: HISTORY_EXIT_CODES,
   },
   {
-    name: ["history", "export"], synopsis: "service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved]",
+    name: ["history", "export"], synopsis: "service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved] [--overrides]",
     summary: "write the matching records as JSON Lines (one record with its schema_version per line), streamed oldest first; reads only the database settings",
     usage: HISTORY_EXPORT_USAGE,
     exitCodes: HISTORY_EXPORT_EXIT_CODES,

@@ -37,7 +37,9 @@ describe("history command usage errors", () => {
   const cases: [string[], string][] = [
     [["--pull", "7"], "--repository OWNER/NAME is required"],
     [["--repository", "acme", "--pull", "7"], "--repository OWNER/NAME is required"],
-    [["--repository", "acme/widgets"], "one of --pull N or --commit SHA is required"],
+    [["--repository", "acme/widgets"], "one of --pull N, --commit SHA or --overrides is required"],
+    [["--overrides"], "--repository OWNER/NAME is required"],
+    [["--repository", "acme/widgets", "--overrides=yes"], "unknown argument: --overrides=yes"],
     [["--repository", "acme/widgets", "--pull", "7", "--commit", MERGE_COMMIT], "give one of --pull N and --commit SHA, not both"],
     [["--repository", "acme/widgets", "--pull", "0"], "--pull N must be a pull request number"],
     [["--repository", "acme/widgets", "--pull"], "--pull N must be a pull request number"],
@@ -62,6 +64,7 @@ describe("history command usage errors", () => {
     [["--since", "2026-11-20", "--until", "2026-11-20"], "--since must be before --until"],
     [["--repository", "acme"], "--repository must be OWNER/NAME"],
     [["--unapproved=yes"], "unknown argument: --unapproved=yes"],
+    [["--overrides=yes"], "unknown argument: --overrides=yes"],
     [["all"], "unknown argument: all"],
   ];
   for (const [args, message] of exportCases) {
@@ -236,6 +239,41 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
     expect((await exported(["--since", "2026-11-20", "--until", "2026-11-21T12:00:00Z"])).map((r) => r.id)).toEqual([success.id]);
     expect((await exported(["--unapproved"])).map((r) => r.kind)).toEqual(["merge"]);
     expect(await exported(["--since", "2030-01-01"])).toEqual([]);
+  });
+
+  const override = { review_id: 3000009, reviewer_id: 77, reviewer_login: "oncall", reason: "production outage, owners asleep", team: "sre", unsatisfied_owner_sets: [0] };
+
+  test("history --overrides lists only the repository's records with a break-glass override: the overridden decisions and their merges", async () => {
+    await open();
+    await seed(recordFixture(approvedEvidence()).record, "2026-11-20T10:00:00.000Z");
+    const overridden = await seed({ ...recordFixture(failedEvidence()).record, head_sha: "b".repeat(40), pull_request: 8, break_glass: override }, "2026-11-20T11:00:00.000Z");
+    await merge(overridden, Date.parse("2026-11-20T12:00:00Z"));
+    await seed({ ...recordFixture(failedEvidence()).record, head_sha: "c".repeat(40), break_glass: override }, "2026-11-20T13:00:00.000Z", { repository: { id: 41, full_name: "acme/other" } });
+    const c = capture();
+    expect(await runHistory(["--repository", "acme/widgets", "--overrides", "--json"], config, c.out)).toBe(0);
+    const records = (JSON.parse(c.text()) as { records: HistoryRecord[] }).records;
+    expect(records.map((r) => [r.kind, r.repository.full_name, r.pull_request])).toEqual([["decision", "acme/widgets", 8], ["merge", "acme/widgets", 8]]);
+    expect(records.every((r) => (r.kind === "merge" ? r.break_glass : r.break_glass !== null))).toBe(true);
+    const d = capture();
+    expect(await runHistory(["--repository", "acme/widgets", "--overrides"], config, d.out)).toBe(0);
+    expect(d.stdout[0]).toBe("acme/widgets: 2 records with a break-glass override, oldest first");
+    expect(d.text()).toContain("@oncall");
+    const e = capture();
+    expect(await runHistory(["--repository", "acme/widgets", "--pull", "7", "--overrides"], config, e.out)).toBe(EXIT_HISTORY_NONE);
+    expect(e.stderr[0]).toContain("no decision or merge record with a break-glass override of acme/widgets#7");
+  });
+
+  test("export --overrides writes only the records with a break-glass override", async () => {
+    await open();
+    await seed(recordFixture(approvedEvidence()).record, "2026-11-20T10:00:00.000Z");
+    const overridden = await seed({ ...recordFixture(failedEvidence()).record, head_sha: "b".repeat(40), pull_request: 8, break_glass: override }, "2026-11-20T11:00:00.000Z");
+    await merge(overridden, Date.parse("2026-11-20T12:00:00Z"));
+    const chunks: string[] = [];
+    const c = capture();
+    expect(await runHistoryExport(["--overrides"], config, c.out, { exportStream: new Writable({ write: (chunk, _e, cb) => { chunks.push(String(chunk)); cb(); } }) })).toBe(0);
+    const lines = chunks.join("").split("\n").filter(Boolean).map((line) => JSON.parse(line) as HistoryRecord);
+    expect(lines.map((r) => [r.kind, r.pull_request])).toEqual([["decision", 8], ["merge", 8]]);
+    expect(lines[0]).toEqual(overridden);
   });
 
   test("export stops with exit 3 when its output is closed (EPIPE)", async () => {

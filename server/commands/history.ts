@@ -31,20 +31,22 @@ export const HISTORY_REPLAY_EXIT_CODES: ExitCodes = [
 ];
 
 const HISTORY_LIMIT_TEXT = "50";
-export const HISTORY_USAGE = `usage: service history --repository OWNER/NAME (--pull N | --commit SHA) [--json]
+export const HISTORY_USAGE = `usage: service history --repository OWNER/NAME [--pull N | --commit SHA] [--overrides] [--json]
 
 Prints the decision records and merge records the service kept: with --pull, those of a pull request (the ${HISTORY_LIMIT_TEXT}
 newest); with --commit, the record behind a merge commit or a head commit ("why did this commit merge?"): who merged it, whether
 the service's success was current for its head, and who approved what, on which commit, under which CODEOWNERS.
---json prints the records as JSON instead. Reads only the database settings.
+--overrides keeps only the records with a break-glass override (the overridden decisions and their merges); alone, those of
+the repository (the ${HISTORY_LIMIT_TEXT} newest). --json prints the records as JSON instead. Reads only the database settings.
 
 ${exitCodesLine(HISTORY_EXIT_CODES)}`;
 
-export const HISTORY_EXPORT_USAGE = `usage: service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved]
+export const HISTORY_EXPORT_USAGE = `usage: service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved] [--overrides]
 
 Writes every matching record as one line of JSON (JSON Lines), oldest first, streamed in batches (constant memory); each line
 carries schema_version (docs/operations.md "Compliance evidence"). DATE is YYYY-MM-DD (UTC) or an ISO 8601 time with its
-offset; --since is inclusive, --until exclusive. --unapproved keeps only unapproved merges. Reads only the database settings.
+offset; --since is inclusive, --until exclusive. --unapproved keeps only unapproved merges, --overrides only the records with a
+break-glass override (the overridden decisions and their merges). Reads only the database settings.
 
 ${exitCodesLine(HISTORY_EXPORT_EXIT_CODES)}`;
 
@@ -100,10 +102,10 @@ function flagsOf(args: readonly string[], valued: readonly string[], bare: reado
 const REPOSITORY = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/;
 const COMMIT = /^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 
-interface HistoryArgs { repository: string; pull: number | null; commit: string | null; json: boolean }
+interface HistoryArgs { repository: string; pull: number | null; commit: string | null; overrides: boolean; json: boolean }
 
 export function parseHistoryArgs(args: readonly string[]): HistoryArgs | string {
-  const flags = flagsOf(args, ["--repository", "--pull", "--commit"], ["--json"]);
+  const flags = flagsOf(args, ["--repository", "--pull", "--commit"], ["--json", "--overrides"]);
   if (typeof flags === "string") return flags;
   if (flags.positional.length > 0) return `unknown argument: ${flags.positional[0]}`;
   const repository = flags.values.get("--repository") ?? null;
@@ -111,10 +113,11 @@ export function parseHistoryArgs(args: readonly string[]): HistoryArgs | string 
   const pull = flags.values.has("--pull") ? flags.values.get("--pull") ?? "" : null;
   const commit = flags.values.has("--commit") ? flags.values.get("--commit") ?? "" : null;
   if (pull !== null && commit !== null) return "give one of --pull N and --commit SHA, not both";
-  if (pull === null && commit === null) return "one of --pull N or --commit SHA is required";
+  const overrides = flags.bare.has("--overrides");
+  if (pull === null && commit === null && !overrides) return "one of --pull N, --commit SHA or --overrides is required";
   if (pull !== null && !/^[1-9]\d{0,9}$/.test(pull)) return "--pull N must be a pull request number";
   if (commit !== null && !COMMIT.test(commit)) return "--commit must be a full commit SHA (40 or 64 hexadecimal digits)";
-  return { repository, pull: pull === null ? null : Number(pull), commit: commit === null ? null : commit.toLowerCase(), json: flags.bare.has("--json") };
+  return { repository, pull: pull === null ? null : Number(pull), commit: commit === null ? null : commit.toLowerCase(), overrides, json: flags.bare.has("--json") };
 }
 
 /** YYYY-MM-DD (midnight UTC) or an ISO 8601 time with seconds optional and an explicit offset; null otherwise. */
@@ -130,7 +133,7 @@ export function parseDate(text: string): number | null {
 }
 
 export function parseExportArgs(args: readonly string[]): HistoryFilter | string {
-  const flags = flagsOf(args, ["--since", "--until", "--repository"], ["--unapproved"]);
+  const flags = flagsOf(args, ["--since", "--until", "--repository"], ["--unapproved", "--overrides"]);
   if (typeof flags === "string") return flags;
   if (flags.positional.length > 0) return `unknown argument: ${flags.positional[0]}`;
   const filter: { -readonly [K in keyof HistoryFilter]: HistoryFilter[K] } = {};
@@ -147,6 +150,7 @@ export function parseExportArgs(args: readonly string[]): HistoryFilter | string
     filter.repository = repository;
   }
   if (flags.bare.has("--unapproved")) filter.unapproved = true;
+  if (flags.bare.has("--overrides")) filter.overrides = true;
   return filter;
 }
 
@@ -179,16 +183,21 @@ async function withStore<T>(config: Config, deps: HistoryDeps, use: (store: Stor
   }
 }
 
-/** `service history --repository OWNER/NAME (--pull N | --commit SHA) [--json]`. */
+/** `service history --repository OWNER/NAME [--pull N | --commit SHA] [--overrides] [--json]`. */
 export async function runHistory(args: readonly string[], config: Config, rawOut: HistoryOutput, deps: HistoryDeps = {}): Promise<number> {
   const out = printable(rawOut);
   const parsed = parseHistoryArgs(args);
   if (typeof parsed === "string") return usageError(out, parsed, HISTORY_USAGE);
-  const where = parsed.pull !== null ? `${parsed.repository}#${parsed.pull}` : `${parsed.repository} at ${parsed.commit}`;
+  const where = parsed.pull !== null ? `${parsed.repository}#${parsed.pull}` : parsed.commit !== null ? `${parsed.repository} at ${parsed.commit}` : parsed.repository;
   let found: { records: HistoryRecord[]; related: Map<string, DecisionRecord | null>; more: boolean };
   try {
     found = await withStore(config, deps, async (store) => {
-      const filter: HistoryFilter = parsed.pull !== null ? { repository: parsed.repository, pull: parsed.pull } : { repository: parsed.repository, commit: parsed.commit! };
+      const filter: HistoryFilter = {
+        repository: parsed.repository,
+        ...(parsed.pull !== null ? { pull: parsed.pull } : {}),
+        ...(parsed.commit !== null ? { commit: parsed.commit } : {}),
+        ...(parsed.overrides ? { overrides: true } : {}),
+      };
       const page = await store.execute(() => listHistory(filter, null, HISTORY_LIMIT));
       const records: HistoryRecord[] = [];
       for (const item of [...page.items].reverse()) {
@@ -211,7 +220,7 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
     return EXIT_FAILURE;
   }
   if (found.records.length === 0) {
-    out.stderr(`no decision or merge record of ${where} (records are kept for SERVICE_DECISION_RETENTION_DAYS)`);
+    out.stderr(`no decision or merge record${parsed.overrides ? " with a break-glass override" : ""} of ${where} (records are kept for SERVICE_DECISION_RETENTION_DAYS)`);
     return EXIT_HISTORY_NONE;
   }
   if (parsed.json) {
@@ -220,8 +229,8 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
     rawOut.stdout(visibleJson(JSON.stringify({ schema_version: RECORD_SCHEMA_VERSION, records: [...found.records, ...related], more: found.more }, null, 2)));
     return EXIT_OK;
   }
-  if (parsed.pull !== null) {
-    out.stdout(`${where}: ${found.records.length} records, oldest first${found.more ? ` (the ${HISTORY_LIMIT} newest; service history export --repository ${parsed.repository} has them all)` : ""}`);
+  if (parsed.commit === null) {
+    out.stdout(`${where}: ${found.records.length} records${parsed.overrides ? " with a break-glass override" : ""}, oldest first${found.more ? ` (the ${HISTORY_LIMIT} newest; service history export --repository ${parsed.repository}${parsed.overrides ? " --overrides" : ""} has them all)` : ""}`);
     for (const record of found.records) for (const line of ["", ...describeRecord(record, undefined)]) out.stdout(line);
     return EXIT_OK;
   }
@@ -236,7 +245,7 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
   return EXIT_OK;
 }
 
-/** `service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved]`. */
+/** `service history export [--since DATE] [--until DATE] [--repository OWNER/NAME] [--unapproved] [--overrides]`. */
 export async function runHistoryExport(args: readonly string[], config: Config, rawOut: HistoryOutput, deps: HistoryDeps = {}): Promise<number> {
   const out = printable(rawOut);
   const filter = parseExportArgs(args);
