@@ -23,7 +23,15 @@ export function decodeRecordBody(bytes: Uint8Array): DecisionRecordBody {
   return body;
 }
 
-/** The record as the routes and commands show it: the stored body with the row's id and confirmation. */
-export function decisionRecordOf(row: { readonly id: number | string | bigint; readonly confirmed_at_ms: number | string | null }, body: DecisionRecordBody): DecisionRecord {
-  return { ...body, id: `d${String(row.id)}` as `d${number}`, confirmed: row.confirmed_at_ms !== null };
+/**
+ * The record as the routes and commands show it: the stored body with the row's id and confirmation, and with the row's
+ * `published_at_ms` (when given) as its `published_at`: a retried publication adopts the retry's body but keeps the record's
+ * first time, by which the history is ordered (ops/record-ops.ts).
+ */
+export function decisionRecordOf(
+  row: { readonly id: number | string | bigint; readonly confirmed_at_ms: number | string | null; readonly published_at_ms?: number | string | bigint },
+  body: DecisionRecordBody,
+): DecisionRecord {
+  const published = row.published_at_ms === undefined ? body.published_at : new Date(Number(row.published_at_ms)).toISOString();
+  return { ...body, published_at: published, id: `d${String(row.id)}` as `d${number}`, confirmed: row.confirmed_at_ms !== null };
 }

@@ -3,7 +3,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/suppo
 import { decodeRecordBody } from "../records/codec.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
 import {
-  acquireElectionLease, all, confirmDecision, type MergeInput, migrateDatabase, openStore, pruneHistory, readHeadCheck, recordMerge, recordPendingDecision, recordRecoveredMerges,
+  acquireElectionLease, all, confirmDecision, type MergeInput, migrateDatabase, openStore, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision, recordRecoveredMerges,
   rememberHeadCheck, type Store,
 } from "./index.ts";
 
@@ -75,6 +75,23 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     await pending("pending:d", 2); // another generation: another record
     await pending("pending:e", 2, "other"); // another result: another record
     expect((await records()).map((r) => r.pending_token)).toEqual(["pending:b", "pending:d", "pending:e"]);
+  });
+
+  test("a retried publication keeps its unconfirmed record where it was in the history: an export paging past it sees it once, at its first time", async () => {
+    await open();
+    const at = (iso: string, head = HEAD) => sampleDecisionBody({ published_at: iso, head_sha: head });
+    const pending = (body: ReturnType<typeof at>, token: string) => store.execute(() => recordPendingDecision({ body, sharedGeneration: 1, digest: "dg", token }));
+    await pending(at("2026-11-01T12:00:00.000Z"), "pending:a"); // its write failed: never confirmed
+    await pending(at("2026-11-01T12:00:05.000Z", "e".repeat(40)), "pending:other");
+    const first = await store.execute(() => readHistoryBatch({}, null, 1));
+    expect(first.records.map((r) => r.published_at)).toEqual(["2026-11-01T12:00:00.000Z"]);
+    await pending(at("2026-11-01T12:00:10.000Z"), "pending:b"); // the retry, later: it adopts the token, not a new place
+    const rest = await store.execute(() => readHistoryBatch({}, first.next, 10));
+    expect(rest.records.map((r) => r.kind === "decision" && r.head_sha)).toEqual(["e".repeat(40)]);
+    const whole = await store.execute(() => readHistoryBatch({}, null, 10));
+    expect(whole.records.map((r) => r.published_at)).toEqual(["2026-11-01T12:00:00.000Z", "2026-11-01T12:00:05.000Z"]);
+    expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:b", now: Date.parse("2026-11-01T12:00:11.000Z") }))).toBe(true);
+    expect((await store.execute(() => readHistoryBatch({}, null, 10))).records.map((r) => r.kind === "decision" && [r.published_at, r.confirmed])).toEqual([["2026-11-01T12:00:00.000Z", true], ["2026-11-01T12:00:05.000Z", false]]);
   });
 
   test("a merge with no decision record on its head is unapproved; recorded once, however often it is delivered", async () => {

@@ -241,7 +241,7 @@ function iso(ms: number | null): string | null {
 
 function decisionOf(row: DecisionRow): DecisionRecord {
   if (row.body === undefined) throw new Error("history-ops: a decision row without its body");
-  return decisionRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms }, decodeRecordBody(row.body));
+  return decisionRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms, published_at_ms: row.t }, decodeRecordBody(row.body));
 }
 
 function mergeOf(row: MergeRow): MergeRecord {

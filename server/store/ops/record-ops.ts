@@ -18,6 +18,9 @@ import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
  * The unique key (repository, head, shared generation, digest) keeps a republication of the same result on the same head and
  * generation from writing a second record. A record still unconfirmed (its write failed or was uncertain) adopts the next
  * attempt's token and body, so the attempt that does reach the forge confirms it; a confirmed record is never touched again.
+ * It keeps its first `published_at_ms` (the readers show that time as the record's `published_at`, whatever the adopted body
+ * says): the history is ordered and paged by it, and a record that moved on a retry would be seen twice, or skipped, by a
+ * client or export paging past it. When the write did land is `confirmed_at_ms`.
  */
 
 /** A decision record about to be written: the body, and the publication facts that key it. */
@@ -41,7 +44,7 @@ const INSERT_DECISION_SQL = `insert into decision_records (installation_id, repo
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, null, $12, $13)
      on conflict (repository_id, head_sha, shared_generation, digest) do update set pending_token = excluded.pending_token,
        pull_number = excluded.pull_number, conclusion = excluded.conclusion, break_glass = excluded.break_glass,
-       published_at_ms = excluded.published_at_ms, body_bytes = excluded.body_bytes, body = excluded.body
+       body_bytes = excluded.body_bytes, body = excluded.body
      where decision_records.confirmed_at_ms is null`;
 const INSERT_DECISION_PARAMS = 13;
 
