@@ -50,7 +50,7 @@ function typicalBody(v: number) {
   const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
   return buildDecisionRecord(decision, evidence, {
     installationId: 4, repository: { id: 40 + v, full_name: `acme/repo-${v}` }, checkRunId: 9000 + v, title: "All owner sets approved", publishedAtMs: START_MS + v,
-    service: { version: "0.1.0", revision: "bench" }, organizationPolicyRepository: ".forge",
+    service: { version: "0.1.0", revision: "bench" }, settings: DEFAULT_EVALUATION_SETTINGS, organizationPolicyRepository: ".forge",
   });
 }
 

@@ -51,7 +51,7 @@ function record(scenarioId: string, repository: { id: number; full_name: string 
   const decision = evaluate(evidence, settings);
   return buildDecisionRecord(decision, evidence, {
     installationId: 4, repository, checkRunId: 900 + evidence.pullRequest.number, title: renderCheck(decision).title, publishedAtMs,
-    service: { version: "0.0.0-e2e", revision: null }, organizationPolicyRepository: ".forge",
+    service: { version: "0.0.0-e2e", revision: null }, settings, organizationPolicyRepository: ".forge",
   });
 }
 

@@ -10,7 +10,7 @@ import { createLogger } from "../observability/logger.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { describeDecisionRecord, describeMergeRecord, describeRecord } from "../records/explain.ts";
 import { exportHistory, OutputClosed, streamSink, type WritableLike } from "../records/export.ts";
-import { type BlobAnswer, type ReadBlob, replayRecord } from "../records/replay.ts";
+import { type BlobAnswer, type ReadBlob, replayRecord, replaySettings } from "../records/replay.ts";
 import { type DecisionRecord, type HistoryFilter, type HistoryRecord, RECORD_SCHEMA_VERSION, type RecordId } from "../records/schema.ts";
 import { listHistory, openStore, parseRecordId, readHistoryBatch, readHistoryRecord, type Store } from "../store/index.ts";
 import { describe as describeStoreError } from "./database.ts";
@@ -333,7 +333,7 @@ export async function runHistoryReplay(args: readonly string[], config: Config, 
   }
   const differences = outcome.kind === "different" ? outcome.differences : [];
   if (parsed.json) {
-    const document = { ...evidenceDocument(outcome.evidence, settings, outcome.decision, "service history replay"), replay: { record: record.id, outcome: outcome.kind, differences } };
+    const document = { ...evidenceDocument(outcome.evidence, replaySettings(record, settings), outcome.decision, "service history replay"), replay: { record: record.id, outcome: outcome.kind, differences } };
     rawOut.stdout(visibleJson(JSON.stringify(document, null, 2)));
   } else if (outcome.kind === "same") {
     out.stdout(`replay of ${what}: same: today's evaluation reaches the recorded ${record.conclusion}, its ${record.owner_sets.length} owner sets and its reasons`);

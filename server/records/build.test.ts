@@ -27,7 +27,7 @@ function fetched(evidence: Evidence): Evidence {
 
 const facts: PublicationFacts = {
   installationId: 4, repository: { id: 40, full_name: "acme/widgets" }, checkRunId: 900, title: "title", publishedAtMs: Date.UTC(2026, 10, 1, 12),
-  service: { version: "1.2.3", revision: null }, organizationPolicyRepository: ".forge",
+  service: { version: "1.2.3", revision: null }, settings: DEFAULT_EVALUATION_SETTINGS, organizationPolicyRepository: ".forge",
 };
 
 /** A typical pull request: 50 files in three owner sets (src/ by @alice, docs/ by @acme/docs, the rest by @acme/core). */

@@ -2,7 +2,7 @@
 // its publication become the record's body (schema.ts), bounded by MAX_RECORD_BYTES. Pure: no clock, store or forge; the
 // caller gives the time and the service's identity.
 import type { BreakGlassOverride, CountedApproval, Decision, OwnerSetResult } from "../evaluation/decision.ts";
-import type { Evidence, FileRead } from "../evaluation/evidence.ts";
+import type { EvaluationSettings, Evidence, FileRead } from "../evaluation/evidence.ts";
 import type { DecisionRecordBody } from "./codec.ts";
 import {
   MAX_RECORD_BYTES, RECORD_SCHEMA_VERSION, type ApprovalRule, type RecordedApproval, type RecordedBreakGlass, type RecordedFile, type RecordedFileRead,
@@ -20,6 +20,8 @@ export type PublicationFacts = {
   /** Epoch milliseconds: when the record is written. */
   readonly publishedAtMs: number;
   readonly service: { readonly version: string; readonly revision: string | null };
+  /** The settings the decision was evaluated under (replay evaluates with them). */
+  readonly settings: EvaluationSettings;
   /** The organization policy repository's name (SERVICE_ORGANIZATION_POLICY_REPOSITORY), in the repository's owner. */
   readonly organizationPolicyRepository: string;
 };
@@ -114,6 +116,7 @@ export function buildDecisionRecord(decision: Decision, evidence: Evidence, fact
     reasons: decision.reasons.map((reason) => reason.code),
     published_at: new Date(facts.publishedAtMs).toISOString(),
     service: facts.service,
+    settings: { check_name: facts.settings.checkName, policy_path: facts.settings.policyPath, allow_insecure_changes: facts.settings.allowInsecureChanges },
     codeowners,
     repository_policy: fileOf(evidence.repositoryPolicy),
     organization_policy: organizationPolicy === null ? null : {

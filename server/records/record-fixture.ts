@@ -2,7 +2,7 @@
 // the worker uses. Blob SHAs are git's (sha1 of "blob <n>\0" + bytes), and `blobs` holds the bytes under them, as a forge would.
 import { createHash } from "node:crypto";
 import { evaluate } from "../evaluation/evaluate.ts";
-import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../evaluation/evidence.ts";
+import { DEFAULT_EVALUATION_SETTINGS, type EvaluationSettings, type Evidence, type FileRead } from "../evaluation/evidence.ts";
 import { buildDecisionRecord } from "./build.ts";
 import type { DecisionRecord, MergeRecord } from "./schema.ts";
 
@@ -14,7 +14,7 @@ export function gitBlobSha(bytes: Uint8Array): string {
  * The record the worker would write for `evidence` (through the record builder, build.ts), with each found file's blob SHA
  * set as the forge reader sets it, and `blobs` holding the files under their SHAs.
  */
-export function recordFixture(evidence: Evidence, options: { id?: number; confirmed?: boolean } = {}): { record: DecisionRecord; blobs: Map<string, Uint8Array>; evidence: Evidence } {
+export function recordFixture(evidence: Evidence, options: { id?: number; confirmed?: boolean; settings?: EvaluationSettings } = {}): { record: DecisionRecord; blobs: Map<string, Uint8Array>; evidence: Evidence } {
   const blobs = new Map<string, Uint8Array>();
   const named = (read: FileRead): FileRead => {
     if (read.kind !== "found") return read;
@@ -29,10 +29,11 @@ export function recordFixture(evidence: Evidence, options: { id?: number; confir
     repositoryPolicy: named(evidence.repositoryPolicy),
     organizationPolicy: evidence.organizationPolicy.kind === "found" ? { ...named(evidence.organizationPolicy), commitSha: "e".repeat(40) } as FileRead : evidence.organizationPolicy,
   };
-  const decision = evaluate(withShas, DEFAULT_EVALUATION_SETTINGS);
+  const settings = options.settings ?? DEFAULT_EVALUATION_SETTINGS;
+  const decision = evaluate(withShas, settings);
   const body = buildDecisionRecord(decision, withShas, {
     installationId: 4, repository: { id: 40, full_name: `${evidence.repository.owner}/${evidence.repository.name}` }, checkRunId: 900, title: "title",
-    publishedAtMs: Date.parse("2026-11-20T10:00:00.000Z"), service: { version: "0.1.0", revision: null }, organizationPolicyRepository: ".forge",
+    publishedAtMs: Date.parse("2026-11-20T10:00:00.000Z"), service: { version: "0.1.0", revision: null }, settings, organizationPolicyRepository: ".forge",
   });
   return { record: { ...body, id: `d${options.id ?? 1}`, confirmed: options.confirmed ?? true }, blobs, evidence: withShas };
 }

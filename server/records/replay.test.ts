@@ -123,6 +123,27 @@ describe("replay of a decision record", () => {
     expect(outcome.kind === "cannot_replay" && outcome.why).toContain("names no blob for the repository policy");
   });
 
+  test("a record replays under the settings it was written with (check name, policy path, insecure changes), not today's", async () => {
+    // The policy file is non-delegable unless SERVICE_ALLOW_INSECURE_CHANGES: the App's approval counts for it only then.
+    const evidence = withReviews(withRepositoryPolicy(withCodeowners(withFiles(baseEvidence(), [".forge/service-policy.toml"]), "* @alice\n"), delegationPolicy(["**"])), approve(BOT));
+    const then = { checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", allowInsecureChanges: true };
+    const { record, blobs } = recordFixture(evidence, { settings: then });
+    expect(record.conclusion).toBe("success");
+    expect(record.settings).toEqual({ check_name: "Legacy / owners", policy_path: ".forge/service-policy.toml", allow_insecure_changes: true });
+    const today = { ...DEFAULT_EVALUATION_SETTINGS, allowInsecureChanges: false };
+    expect(evaluate(recordFixture(evidence).evidence, today).conclusion).toBe("failure");
+    expect((await replayRecord(record, today, forgeOf(blobs).readBlob)).kind).toBe("same");
+  });
+
+  test("a record written before settings were recorded replays under today's settings", async () => {
+    const evidence = withReviews(withRepositoryPolicy(withCodeowners(withFiles(baseEvidence(), [".forge/service-policy.toml"]), "* @alice\n"), delegationPolicy(["**"])), approve(BOT));
+    const { record: whole, blobs } = recordFixture(evidence, { settings: { ...DEFAULT_EVALUATION_SETTINGS, allowInsecureChanges: true } });
+    const { settings: _settings, ...older } = whole;
+    expect((await replayRecord(older, { ...DEFAULT_EVALUATION_SETTINGS, allowInsecureChanges: true }, forgeOf(blobs).readBlob)).kind).toBe("same");
+    const outcome = await replayRecord(older, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
+    expect(outcome.kind === "different" && outcome.differences).toContain("conclusion: recorded success, today failure");
+  });
+
   test("the policy path is the one the record read, not today's setting", async () => {
     // The policy file is non-delegable at its own path: the App's approval does not count for it there, and would elsewhere.
     const evidence = withReviews(withRepositoryPolicy(withCodeowners(withFiles(baseEvidence(), [".forge/service-policy.toml"]), "* @alice\n"), delegationPolicy(["**"])), approve(BOT));

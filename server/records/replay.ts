@@ -91,10 +91,14 @@ export async function rebuildEvidence(record: DecisionRecord, readBlob: ReadBlob
 }
 
 /**
- * The settings a replay evaluates with: today's (the configured check name and insecure-changes switch), with the policy
- * path the record read its repository policy at, so a renamed SERVICE_POLICY_PATH does not change what is replayed.
+ * The settings a replay evaluates with: those the record was written under (its `settings`), so a changed
+ * SERVICE_CHECK_NAME, SERVICE_POLICY_PATH or SERVICE_ALLOW_INSECURE_CHANGES does not change what is replayed. A record written
+ * before they were recorded: today's, with the policy path the record read its repository policy at.
  */
 export function replaySettings(record: DecisionRecord, today: EvaluationSettings): EvaluationSettings {
+  if (record.settings !== undefined) {
+    return { checkName: record.settings.check_name, policyPath: record.settings.policy_path, allowInsecureChanges: record.settings.allow_insecure_changes };
+  }
   const policy = record.inputs?.repositoryPolicy;
   const policyPath = policy !== undefined && (policy.kind === "found" || policy.kind === "too_large") ? policy.path : (record.repository_policy?.path ?? today.policyPath);
   return { ...today, policyPath };
@@ -129,12 +133,12 @@ function compareSet(label: string, recorded: ReturnType<typeof setFacts>, today:
   return out;
 }
 
-/** The record today's decision makes, whole (never summarised), with the recorded publication's facts. */
-export function todaysRecord(record: DecisionRecord, decision: Decision, evidence: Evidence): DecisionRecordBody {
+/** The record today's decision makes, whole (never summarised), with the recorded publication's facts and `settings`. */
+export function todaysRecord(record: DecisionRecord, decision: Decision, evidence: Evidence, settings: EvaluationSettings): DecisionRecordBody {
   const organization = record.organization_policy?.repository ?? "";
   return buildDecisionRecord(decision, evidence, {
     installationId: record.installation_id, repository: record.repository, checkRunId: record.check_run_id, title: record.title,
-    publishedAtMs: Date.parse(record.published_at), service: record.service,
+    publishedAtMs: Date.parse(record.published_at), service: record.service, settings,
     organizationPolicyRepository: organization.includes("/") ? organization.slice(organization.indexOf("/") + 1) : organization,
   }, Number.POSITIVE_INFINITY);
 }
@@ -143,11 +147,11 @@ export function todaysRecord(record: DecisionRecord, decision: Decision, evidenc
  * Whether `decision` (today's, on the rebuilt evidence) reaches the record's conclusion, owner sets and reasons: today's
  * record is built by the same builder the worker uses and compared field by field; the differences when it does not.
  */
-export function compareWithRecord(record: DecisionRecord, decision: Decision, evidence: Evidence): Difference[] {
+export function compareWithRecord(record: DecisionRecord, decision: Decision, evidence: Evidence, settings: EvaluationSettings): Difference[] {
   if (decision.kind !== "conclusive" || decision.conclusion === null) {
     return [`conclusion: recorded ${record.conclusion}, today ${decision.kind === "retry" ? "no conclusion (a transient gap: retry)" : "not enabled"}`];
   }
-  const today = todaysRecord(record, decision, evidence);
+  const today = todaysRecord(record, decision, evidence, settings);
   const out: Difference[] = [];
   if (today.conclusion !== record.conclusion) out.push(`conclusion: recorded ${record.conclusion}, today ${today.conclusion}`);
   const recordedReasons = [...record.reasons].sort();
@@ -174,11 +178,12 @@ export function compareWithRecord(record: DecisionRecord, decision: Decision, ev
   return out;
 }
 
-/** Replays `record`: gathers its inputs again through `readBlob`, evaluates them with `settings` and compares. */
+/** Replays `record`: gathers its inputs again through `readBlob`, evaluates them (replaySettings: the recorded settings, else `settings`) and compares. */
 export async function replayRecord(record: DecisionRecord, settings: EvaluationSettings, readBlob: ReadBlob): Promise<ReplayOutcome> {
   const evidence = await rebuildEvidence(record, readBlob);
   if (typeof evidence === "string") return { kind: "cannot_replay", why: evidence };
-  const decision = evaluate(evidence, replaySettings(record, settings));
-  const differences = compareWithRecord(record, decision, evidence);
+  const used = replaySettings(record, settings);
+  const decision = evaluate(evidence, used);
+  const differences = compareWithRecord(record, decision, evidence, used);
   return differences.length === 0 ? { kind: "same", evidence, decision } : { kind: "different", evidence, decision, differences };
 }

@@ -89,6 +89,19 @@ export type RecordedInputs = Omit<Evidence, "codeowners" | "repositoryPolicy" | 
   readonly organizationPolicy: RecordedFileRead;
 };
 
+/**
+ * The service's settings the decision was evaluated under, as configured then: replay evaluates with them (DESIGN 3.10
+ * "Replay"). Absent from records written before it was recorded (replay then uses today's).
+ */
+export interface RecordedSettings {
+  /** SERVICE_CHECK_NAME. */
+  readonly check_name: string;
+  /** SERVICE_POLICY_PATH. */
+  readonly policy_path: string;
+  /** SERVICE_ALLOW_INSECURE_CHANGES. */
+  readonly allow_insecure_changes: boolean;
+}
+
 export interface DecisionRecord {
   readonly schema_version: typeof RECORD_SCHEMA_VERSION;
   readonly kind: "decision";
@@ -107,6 +120,8 @@ export interface DecisionRecord {
   /** ISO 8601, the service's clock when the record was written. */
   readonly published_at: string;
   readonly service: { readonly version: string; readonly revision: string | null };
+  /** Added within schema version 1: absent from older records. */
+  readonly settings?: RecordedSettings;
   readonly codeowners: RecordedFile | null;
   readonly repository_policy: RecordedFile | null;
   readonly organization_policy: (RecordedFile & { readonly repository: string; readonly commit_sha: string | null }) | null;

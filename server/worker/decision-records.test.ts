@@ -120,6 +120,7 @@ describe.each(BACKENDS)("decision records of published checks on %s", (backend) 
     // The sets in order of their owners: src/ (@acme/core @bob), then docs/ (@acme/docs @alice).
     expect(satisfied).toEqual([by("dave", reviews.dave, "team_membership", "@acme/core"), by(`${scenario.botSlug}[bot]`, reviews.bot, "app_delegation", scenario.botSlug)]);
     expect(success.inputs?.reviews).toMatchObject({ complete: true });
+    expect(success.settings).toEqual({ check_name: "Service / approval", policy_path: POLICY_PATH, allow_insecure_changes: false });
   }, 30_000);
 
   test("a republication of the same result on the same head and generation writes no second record; the unchanged check writes none", async () => {

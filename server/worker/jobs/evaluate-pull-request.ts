@@ -103,7 +103,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   }
   const recordOf = (checkRunId: number) => buildDecisionRecord(decision, evidence, {
     installationId: repository.installationId, repository: { id: repository.repositoryId, full_name: `${repository.owner}/${repository.name}` }, checkRunId,
-    title: checkOutput.title, publishedAtMs: ctx.now(), service: SERVICE_IDENTITY, organizationPolicyRepository: ctx.settings.organizationPolicyRepository,
+    title: checkOutput.title, publishedAtMs: ctx.now(), service: SERVICE_IDENTITY, settings: ctx.settings, organizationPolicyRepository: ctx.settings.organizationPolicyRepository,
   });
   const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal, recordOf);
   if (result === "fenced") return fenced(ctx, repository, row, pullNumber, rowHead);

@@ -26,7 +26,7 @@ function scenarioRecord(id: string): { record: DecisionRecord; evidence: Evidenc
   const decision = evaluate(evidence, settings);
   const body = buildDecisionRecord(decision, evidence, {
     installationId: 4, repository: { id: 9, full_name: "acme/widgets" }, checkRunId: 1, title: renderCheck(decision).title, publishedAtMs: 0,
-    service: { version: "test", revision: null }, organizationPolicyRepository: ".forge",
+    service: { version: "test", revision: null }, settings, organizationPolicyRepository: ".forge",
   });
   return { record: { ...body, id: "d5", confirmed: true }, evidence };
 }
