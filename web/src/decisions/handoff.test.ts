@@ -69,6 +69,17 @@ test("with the recorded files pasted back, the playground reaches the recorded c
   }
 });
 
+test("the playground opens under the settings the record was evaluated with; an older record without them under the defaults", () => {
+  const { record } = scenarioRecord("owner-approves-head");
+  const recorded = handoffOf({ ...record, settings: { check_name: "Legacy / owners", policy_path: ".forge/service-policy.toml", allow_insecure_changes: true } }, null);
+  if (recorded.kind !== "ready") throw new Error(recorded.why);
+  expect(recorded.state.settings).toEqual({ checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", allowInsecureChanges: true });
+  const { settings: _settings, ...older } = record;
+  const handoff = handoffOf(older, null);
+  if (handoff.kind !== "ready") throw new Error(handoff.why);
+  expect(handoff.state.settings.allowInsecureChanges).toBe(false);
+});
+
 test("the playground link carries the state in its fragment, and it decodes to the same state", async () => {
   const { record } = scenarioRecord("owner-approves-head");
   const handoff = handoffOf(record, null);

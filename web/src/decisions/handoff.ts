@@ -58,8 +58,13 @@ export function handoffOf(record: DecisionRecord, web: string | null): Handoff {
     repositoryPolicy: toRead(inputs.repositoryPolicy, "repository policy", repository, record.base_sha, "at the base commit"),
     organizationPolicy: toRead(inputs.organizationPolicy, "organization policy", orgRepository, orgCommit, orgRepository === null ? "in the organization policy repository" : orgCommit === null ? `in ${orgRepository} (its commit was not recorded)` : `in ${orgRepository} at commit`),
   } as unknown as Evidence;
+  // The settings the record was evaluated under (as replay uses them); an older record without them: the defaults, with the
+  // policy path it read.
   const policyPath = inputs.repositoryPolicy.kind === "found" ? inputs.repositoryPolicy.path : DEFAULT_EVALUATION_SETTINGS.policyPath;
-  return { kind: "ready", state: { version: STATE_VERSION, evidence, settings: { ...DEFAULT_EVALUATION_SETTINGS, policyPath } }, missing };
+  const settings = record.settings === undefined
+    ? { ...DEFAULT_EVALUATION_SETTINGS, policyPath }
+    : { checkName: record.settings.check_name, policyPath: record.settings.policy_path, allowInsecureChanges: record.settings.allow_insecure_changes };
+  return { kind: "ready", state: { version: STATE_VERSION, evidence, settings }, missing };
 }
 
 /** The playground link for a state: the page at /playground/ with the state in its fragment. */
