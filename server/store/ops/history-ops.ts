@@ -23,11 +23,13 @@ import { all, one, type Op } from "../op.ts";
  * merge commit, case-insensitively; `sinceMs` inclusive and `untilMs` exclusive bound the record's time; `unapproved` keeps
  * only unapproved merges; `overrides` keeps only records that carry a break-glass override; `kind` keeps one table.
  *
- * INDEXES. Unfiltered and time-bounded pages walk `*_published` / `*_recorded` (time, id). The repository filter compares
- * `lower(repository_full_name)` and the commit filter the SHA columns without a repository ID: migration 0008 as it stands
- * has no index for either (its name index is case-sensitive and its SHA indexes lead with repository_id), so those searches
- * scan the table until it gains `(lower(repository_full_name), <time>, id)` and SHA-first indexes (measured: 0.1 ms with them,
- * about 100 ms per 200,000 rows without, on SQLite, where a scan also holds the process's only thread).
+ * INDEXES (migration 0008). Unfiltered and time-bounded pages walk `*_published` / `*_recorded` (time, id). The repository
+ * filter compares `lower(repository_full_name)` and the commit filter the SHA columns without a repository ID, which the
+ * name-first and SHA-first indexes serve: on decision_records `(lower(repository_full_name), published_at_ms, id)`,
+ * `(lower(repository_full_name), pull_number, published_at_ms, id)` and `(head_sha, published_at_ms, id)`; on merge_records
+ * `(lower(repository_full_name), recorded_at_ms, id)`, `(head_sha)` and `(merge_commit_sha)`. history-plan.test.ts plans
+ * these searches on both backends and requires an index search, never a scan (without them a search scanned the table:
+ * about 100 ms per 200,000 rows on SQLite, where a scan also holds the process's only thread; 0.1 ms with them).
  */
 
 /** Items one listHistory page may hold (the routes' `limit` bound). */
