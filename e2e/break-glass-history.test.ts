@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { DecisionRecord, HistoryPage, HistorySummary, MergeRecord } from "../server/records/schema.ts";
+import { runHistory } from "../server/commands/history.ts";
+import { loadConfig } from "../server/config/index.ts";
+import type { DecisionRecord, HistoryPage, HistoryRecord, HistorySummary, MergeRecord } from "../server/records/schema.ts";
 import { POLICY_PATH } from "../server/simulator/scenario.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
@@ -81,5 +83,12 @@ describe.each(BACKENDS)("a merge of an overridden head on %s", (backend) => {
     expect(overrides.every((i) => i.head_sha === head)).toBe(true);
     const everything = (await api<HistoryPage>("/api/decisions?limit=100")).items;
     expect(everything.filter((i) => !i.break_glass).map((i) => i.id)).toContain(ordinary!.id);
+
+    // `service history --repository ... --overrides` lists the same records from the database (issue 29 item 4).
+    const stdout: string[] = [];
+    const config = { ...loadConfig({ SERVICE_DATABASE_URL: "sqlite::memory:" }, undefined, "database"), database: h.database.target };
+    expect(await runHistory(["--repository", repository, "--overrides", "--json"], config, { stdout: (l) => void stdout.push(l), stderr: () => {} })).toBe(0);
+    const listed = (JSON.parse(stdout.join("\n")) as { records: HistoryRecord[] }).records.map((r) => r.id);
+    expect(listed.sort()).toEqual(ids.sort());
   }, 60_000);
 });
