@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { type DatabaseTarget, parseDatabaseUrl } from "../../server/config/index.ts";
+import { migrateDatabase, openStore, type Store } from "../../server/store/index.ts";
 
 /**
  * Throwaway databases for tests: a temp SQLite file, or a fresh database in the test PostgreSQL cluster that `npm test`
@@ -50,4 +51,11 @@ export async function createTestDatabase(backend: BackendName, postgresUrl?: str
       }
     },
   };
+}
+
+/** A fresh database migrated to the binary's head, and a store on it: how most store tests begin. */
+export async function openMigratedStore(backend: BackendName): Promise<{ database: TestDatabase; store: Store }> {
+  const database = await createTestDatabase(backend);
+  await migrateDatabase(database.target, 1);
+  return { database, store: openStore(database.target) };
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Writable } from "node:stream";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { loadConfig } from "../config/index.ts";
 import { approve, baseEvidence, USERS, withFiles, withReviews } from "../evaluation/evidence-fixture.ts";
 import { EVIDENCE_DOCUMENT_FORMAT } from "./explain.ts";
@@ -8,7 +8,7 @@ import { ForgeError, type BlobRead } from "../forge/index.ts";
 import type { DecisionRecordBody } from "../records/codec.ts";
 import { recordFixture } from "../records/record-fixture.ts";
 import type { DecisionRecord, HistoryRecord } from "../records/schema.ts";
-import { confirmDecision, migrateDatabase, one, openStore, readHistoryRecord, recordMerge, recordPendingDecision, type Store } from "../store/index.ts";
+import { confirmDecision, one, readHistoryRecord, recordMerge, recordPendingDecision, type Store } from "../store/index.ts";
 import { EXIT_HISTORY_NONE, EXIT_REPLAY_NO_RECORD, parseDate, runHistory, runHistoryExport, runHistoryReplay } from "./history.ts";
 
 /** The history commands (issue 28 items 3 and 4) against a database seeded through the writers (ops/record-ops.ts). */
@@ -127,9 +127,7 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
   });
   let config = baseConfig;
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     config = { ...baseConfig, database: database.target };
   }
 

@@ -3,17 +3,15 @@ import { loadConfig } from "../config/index.ts";
 import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
-import { migrateDatabase, openStore, type Store } from "../store/index.ts";
-import { createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { type Store } from "../store/index.ts";
+import { type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { createApp } from "./app.ts";
 import { type HealthSources, READINESS_DATABASE_BOUND_MS, type TaskProbe } from "./health.ts";
 
 let database: TestDatabase;
 let store: Store;
 beforeAll(async () => {
-  database = await createTestDatabase("sqlite");
-  await migrateDatabase(database.target, 1);
-  store = openStore(database.target);
+  ({ database, store } = await openMigratedStore("sqlite"));
 });
 afterAll(async () => {
   await store.close();

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { clientFor } from "../forge/test-support.ts";
 import type { ForgeClient } from "../forge/index.ts";
 import { addOpenPullRequests, createScenario, generateAppKeys, type Scenario } from "../simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../simulator/simulator.ts";
-import { all, migrateDatabase, openStore, recordEvaluation, type Store } from "../store/index.ts";
+import { all, recordEvaluation, type Store } from "../store/index.ts";
 import { createReconciler } from "./reconciler.ts";
 import { captureLog, manualClock, reconcileMetrics } from "./test-support.ts";
 
@@ -44,9 +44,7 @@ describe.each(BACKENDS)("the reconciler on %s, one repository with 10,000 open p
 
   /** Every open pull request of the repository recorded as evaluated just now, as its listing shows it. */
   async function evaluatedStore(now: number): Promise<Store> {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     const repo = sim.control.mustRepo(s.org, s.repo);
     const pulls = [...repo.pulls.values()].filter((p) => p.state === "open");
     for (let start = 0; start < pulls.length; start += 1000) {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import postgres from "postgres";
-import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
-import { acceptAuthorityEvent, acceptDirectTrigger, all, migrateDatabase, openStore, PostgresStore, type Store, StoreError } from "./index.ts";
+import { BACKENDS, type BackendName, createTestDatabase, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
+import { acceptAuthorityEvent, acceptDirectTrigger, all, migrateDatabase, PostgresStore, type Store, StoreError } from "./index.ts";
 import { headGuardKey, publicationGuardKey } from "./postgres.ts";
 import { SqliteStore } from "./sqlite.ts";
 
@@ -151,9 +151,7 @@ describe.each(BACKENDS)("guard waits bounded by a deadline on %s", (backend: Bac
   };
 
   test("an exclusive guard wait ends before the operation's deadline, as a guard timeout", async () => {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     await holdShared();
     const waited = await timed(store.execute(() => authority("a1"), { exclusiveGuard: { installationId: INSTALLATION, timeoutMs: MAX_BOUND_MS }, deadline: performance.now() + 1_200 }));
     expect((waited.error as StoreError).code).toBe("guard_timeout");
@@ -161,9 +159,7 @@ describe.each(BACKENDS)("guard waits bounded by a deadline on %s", (backend: Bac
   }, 10_000);
 
   test("the two publication guards are waited for within one bound", async () => {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     if (store instanceof SqliteStore) {
       const installation = await store.guard.acquireExclusive(String(INSTALLATION), 100);
       const head = await store.guard.acquireExclusive(`head:${INSTALLATION}:${REPOSITORY}:${HEAD}`, 100);

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { RECORD_HEAD as HEAD, RECORD_MERGE_COMMIT as MERGE_COMMIT, recordBody as body, type SeedDecision, type SeedMerge, seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
 import { encodeRecordBody } from "../records/codec.ts";
 import type { HistoryFilter, HistoryRecord, HistorySummary, RecordId } from "../records/schema.ts";
 import {
-  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_BATCH_BYTES, MAX_HISTORY_PAGE, migrateDatabase, one, openStore,
+  decodeHistoryCursor, encodeHistoryCursor, HistoryCursorError, listHistory, MAX_HISTORY_BATCH, MAX_HISTORY_BATCH_BYTES, MAX_HISTORY_PAGE, one,
   readHistoryBatch, readHistoryRecord, type Store,
 } from "./index.ts";
 
@@ -23,9 +23,7 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
     await database?.drop();
   });
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
   }
 
   const decision = (at: number, over: SeedDecision = {}) => seedDecision(store, at, over);

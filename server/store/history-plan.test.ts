@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import postgres from "postgres";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
-import { all, encodeHistoryCursor, listHistory, migrateDatabase, openStore, readHistoryBatch, run, type Store } from "./index.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
+import { all, encodeHistoryCursor, listHistory, readHistoryBatch, run, type Store } from "./index.ts";
 import type { Query } from "./op.ts";
 
 /**
@@ -40,9 +40,7 @@ describe("history keyset plans on postgresql", () => {
   }
 
   test("an export batch deep in the history starts at its cursor (oldest first), and so does a deep page (newest first)", async () => {
-    database = await createTestDatabase("postgresql");
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore("postgresql"));
     await store.execute(() => run(
       `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, unapproved, recorded_at_ms)
        select 4, 40, 'acme/web', g, md5(g::text) || substr(md5('h' || g), 1, 8), false, g * 1000 from generate_series(1, ${ROWS}) g`,
@@ -76,9 +74,7 @@ describe.each(BACKENDS)("history search plans on %s", (backend) => {
   const sha = (n: number) => n.toString(16).padStart(40, "0");
 
   async function seed(): Promise<void> {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     const postgresql = backend === "postgresql";
     const series = postgresql ? `generate_series(1, ${ROWS}) g` : "s";
     const prefix = postgresql ? "" : `with recursive s(g) as (select 1 union all select g + 1 from s where g < ${ROWS}) `;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import {
-  acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing, migrateDatabase, openStore,
+  acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing,
   type BaseRefCursor, type PullOnBase, type PullsOnBasePage, pruneIndexBatch, readIndexedOnHead, readIndexPage, readPullsOnBase, run, type Store,
 } from "./index.ts";
 
@@ -20,9 +20,7 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     await database?.drop();
   });
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
   }
   let deliveries = 0;
   const deliver = (pullNumber: number, headSha: string, extra: Partial<DirectTrigger> = {}, now = 1_000) =>

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import postgres from "postgres";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, createTestDatabase, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
-  acceptAuthorityEvent, acceptDirectTrigger, queueMissingWork, readHeadCheckState, recordCheckCreation, recordLiveHead, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, migrateDatabase, openStore, prunePublishedBatch,
+  acceptAuthorityEvent, acceptDirectTrigger, queueMissingWork, readHeadCheckState, recordCheckCreation, recordLiveHead, acceptBaseRefPush, acquireElectionLease, all, beginCheckWrite, claimNext, encodeSubjects, SUBJECTS_TEXT_LIMIT, splitInstallationFanout, clearCheckDigest, finishHeadInvalidation, forgetHeadCheck, prunePublishedBatch,
   type PossibleSuccesses, readEvaluations, readHeadCheck, readPossibleSuccesses, recordEvaluation, rememberHeadCheck, run, settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout, type SuccessCursor,
 } from "./index.ts";
 
@@ -23,9 +23,7 @@ describe.each(BACKENDS)("published state on %s", (backend) => {
     await database?.drop();
   });
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
   }
   const seen = (pullNumber: number, generation: number, now: number, headSha = HEAD) =>
     store.execute(() => recordEvaluation({ installationId: 4, repositoryId: 40, pullNumber, headSha, baseSha: BASE, updatedAtMs: now - 1, evaluationGeneration: generation, authoritySubjects: null, now }));

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, createTestDatabase, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, all, claimNext, completeJob, leaseToken, markHeadInvalidated, migrateDatabase,
   openStore, readFences, releaseFastPathWork, releaseHeldWork, releaseLeases, rememberHeadCheck, renewLease, retryJob, run, type Store, supersedeAndQueue,
@@ -33,9 +33,7 @@ describe.each(BACKENDS)("queue operations on %s", (backend) => {
     await database?.drop();
   });
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
   }
   const trigger = (deliveryId: string, pullNumber: number | null, headSha = head, now = 1000) =>
     store.execute(() => acceptDirectTrigger({ ...repo, deliveryId, event: "pull_request", action: "opened", pullNumber, headSha, now }));

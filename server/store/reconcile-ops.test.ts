@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
-import { acceptDirectTrigger, acquireElectionLease, all, claimNext, completeJob, markHeadInvalidated, migrateDatabase, openStore, queueMissingWork, type Store } from "./index.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
+import { acceptDirectTrigger, acquireElectionLease, all, claimNext, completeJob, markHeadInvalidated, queueMissingWork, type Store } from "./index.ts";
 
 /** What a reconciliation scan queues for a pull request (spec "Generations" 3). */
 const repository = { installationId: 5, repositoryId: 50, owner: "acme", name: "web" };
@@ -17,9 +17,7 @@ describe.each(BACKENDS)("reconciliation work on %s", (backend) => {
   const kinds = () => store.execute(function* () { return yield* all("select kind from jobs order by kind"); });
 
   test("a head never seen gets its shared generation advanced, an invalidation and an evaluation", async () => {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     expect(await store.execute(() => acquireElectionLease(lease, 1))).toBe(true);
     await store.execute(() => queueMissingWork({ lease, repository, pulls: [{ number: 3, headSha: "a".repeat(40) }], now: 2 }));
     expect(await heads()).toEqual([{ head_sha: "a".repeat(40), shared_generation: 1, invalidated_generation: 0 }]);
@@ -27,9 +25,7 @@ describe.each(BACKENDS)("reconciliation work on %s", (backend) => {
   });
 
   test("a scan's evaluations are background work; the invalidation of a head never seen stays webhook-driven", async () => {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     expect(await store.execute(() => acquireElectionLease(lease, 1))).toBe(true);
     await store.execute(() => queueMissingWork({ lease, repository, pulls: [{ number: 3, headSha: "a".repeat(40) }], now: 2 }));
     const rows = await store.execute(function* () { return yield* all<{ kind: string; background: number }>("select kind, background from jobs order by kind"); });
@@ -37,9 +33,7 @@ describe.each(BACKENDS)("reconciliation work on %s", (backend) => {
   });
 
   test("a head already seen and invalidated is only evaluated again: no generation advance, no check reset", async () => {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
     const head = "b".repeat(40);
     await store.execute(() => acceptDirectTrigger({ ...repository, deliveryId: "d1", event: "pull_request", action: "opened", pullNumber: 3, headSha: head, now: 1 }));
     await store.execute(() => markHeadInvalidated({ repositoryId: 50, headSha: head, generation: 1, now: 2 }));

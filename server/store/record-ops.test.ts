@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
+import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { decodeRecordBody } from "../records/codec.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
 import {
-  acquireElectionLease, all, confirmDecision, type MergeInput, migrateDatabase, openStore, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision, recordRecoveredMerges,
+  acquireElectionLease, all, confirmDecision, type MergeInput, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision, recordRecoveredMerges,
   rememberHeadCheck, type Store,
 } from "./index.ts";
 
@@ -19,9 +19,7 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     await database?.drop();
   });
   async function open() {
-    database = await createTestDatabase(backend);
-    await migrateDatabase(database.target, 1);
-    store = openStore(database.target);
+    ({ database, store } = await openMigratedStore(backend));
   }
   const records = () => store.execute(() => all<{ id: number; pending_token: string | null; confirmed_at_ms: number | null; conclusion: string; digest: string; body: Uint8Array }>(
     "select id, pending_token, confirmed_at_ms, conclusion, digest, body from decision_records order by id",
