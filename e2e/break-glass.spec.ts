@@ -1,32 +1,12 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { guardPages } from "./support/page-guard.ts";
 
 /**
  * The playground explains a break-glass override and each reason a request is refused (issue 29 item 5, DESIGN 3.11),
  * against the compiled binary, with no request leaving the service's origin and no console error.
  */
-let external: string[] = [];
-let consoleErrors: string[] = [];
-test.beforeEach(async ({ page, baseURL }) => {
-  external = [];
-  consoleErrors = [];
-  const origin = new URL(baseURL!).origin;
-  await page.route(
-    (url) => url.origin !== origin,
-    (route) => {
-      external.push(route.request().url());
-      return route.abort();
-    },
-  );
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(message.text());
-  });
-  page.on("pageerror", (error) => consoleErrors.push(error.message));
-});
-test.afterEach(() => {
-  expect(external, "requests that left the service's origin").toEqual([]);
-  expect(consoleErrors, "console errors").toEqual([]);
-});
+guardPages(test);
 
 const conclusion = (page: Page) => page.getByTestId("conclusion");
 const title = (page: Page) => page.getByTestId("check-title");

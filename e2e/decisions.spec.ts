@@ -1,5 +1,6 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, type Page, test } from "@playwright/test";
+import { guardPages } from "./support/page-guard.ts";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -35,29 +36,8 @@ test.beforeAll(() => {
   seeded = JSON.parse(execFileSync(existsSync(localBun) ? localBun : "bun", ["e2e/support/seed-decisions.ts", database], { cwd: root, encoding: "utf8", timeout: 60_000 })) as Seeded;
 });
 
-let external: string[] = [];
-let consoleErrors: string[] = [];
-test.beforeEach(async ({ page, baseURL }) => {
-  external = [];
-  consoleErrors = [];
-  const origin = new URL(baseURL!).origin;
-  await page.route(
-    (url) => url.origin !== origin,
-    (route) => {
-      external.push(route.request().url());
-      return route.abort();
-    },
-  );
-  page.on("console", (message) => {
-    // A refused search answers 400 by design; the browser logs the failed fetch.
-    if (message.type() === "error" && !/status of 400/.test(message.text())) consoleErrors.push(message.text());
-  });
-  page.on("pageerror", (error) => consoleErrors.push(error.message));
-});
-test.afterEach(() => {
-  expect(external, "requests that left the service's origin").toEqual([]);
-  expect(consoleErrors, "console errors").toEqual([]);
-});
+// A refused search answers 400 by design; the browser logs the failed fetch.
+guardPages(test, { allowedConsoleError: /status of 400/ });
 
 const rows = (page: Page) => page.getByTestId("results").locator("tbody tr");
 const recordLinks = async (page: Page) => (await rows(page).locator("th a").allTextContents()).map((text) => text.split(" ").at(-1));

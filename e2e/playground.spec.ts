@@ -1,5 +1,6 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { guardPages } from "./support/page-guard.ts";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -14,28 +15,7 @@ import { summarize, typeAndTime } from "./support/keystroke-timing.ts";
  * The policy playground against the compiled binary (issue 10 item 9). The page runs the decision core in the browser: no
  * request may leave the service's origin, and the console must stay free of errors.
  */
-let external: string[] = [];
-let consoleErrors: string[] = [];
-test.beforeEach(async ({ page, baseURL }) => {
-  external = [];
-  consoleErrors = [];
-  const origin = new URL(baseURL!).origin;
-  await page.route(
-    (url) => url.origin !== origin,
-    (route) => {
-      external.push(route.request().url());
-      return route.abort();
-    },
-  );
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(message.text());
-  });
-  page.on("pageerror", (error) => consoleErrors.push(error.message));
-});
-test.afterEach(() => {
-  expect(external, "requests that left the service's origin").toEqual([]);
-  expect(consoleErrors, "console errors").toEqual([]);
-});
+const guard = guardPages(test);
 
 const conclusion = (page: Page) => page.getByTestId("conclusion");
 const title = (page: Page) => page.getByTestId("check-title");
@@ -186,9 +166,7 @@ test("a shared link reproduces the same decision in a fresh page", async ({ page
   const url = await link.inputValue();
 
   const fresh = await context.newPage();
-  fresh.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(message.text());
-  });
+  guard.watch(fresh);
   await fresh.goto(url);
   // The page shows a built-in scenario until the link's state is decoded: judge the decision once the inputs are the link's.
   await expect(fresh.getByLabel("Labels")).toHaveValue("needs-docs, bot-review");
