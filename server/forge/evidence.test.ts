@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { addOpenPullRequests, addReviews, createScenario, generateAppKeys, POLICY_PATH, type Scenario } from "../simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
@@ -7,6 +6,7 @@ import type { GatherResult } from "./evidence.ts";
 import { DEFAULT_EVALUATION_SETTINGS } from "../evaluation/evidence.ts";
 import { planLookups } from "../evaluation/plan-lookups.ts";
 import { bufferLogger, clientFor, fixturePlan } from "./test-support.ts";
+import { gitBlobSha } from "../records/record-fixture.ts";
 
 let sim: ForgeSimulator;
 let s: Scenario;
@@ -88,10 +88,9 @@ describe("evidence for a realistic pull request", () => {
     const listed = sim.control.state.repo("acme", "web")!.pulls.get(s.pullNumber)!.reviews;
     expect(e.reviews.items.map((v) => v.submittedAt)).toEqual(listed.map((v) => v.submittedAt));
     expect(e.reviews.items.every((v) => typeof v.submittedAt === "string" && !Number.isNaN(Date.parse(v.submittedAt)))).toBe(true);
-    const gitBlobSha = (text: string) => createHash("sha1").update(`blob ${Buffer.byteLength(text)}\0`).update(text).digest("hex");
     for (const read of [e.codeowners[".forge/CODEOWNERS"], e.repositoryPolicy, e.organizationPolicy]) {
       if (read?.kind !== "found") throw new Error("expected a found file");
-      expect(read.blobSha).toBe(gitBlobSha(read.text));
+      expect(read.blobSha).toBe(gitBlobSha(Buffer.from(read.text)));
     }
     const policyRepository = sim.control.state.repo("acme", ".forge")!;
     expect(e.organizationPolicy).toMatchObject({ commitSha: policyRepository.branches.get(policyRepository.defaultBranch) });

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { describe, expect, test } from "bun:test";
 import { evaluate } from "../evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../evaluation/evidence.ts";
@@ -6,11 +5,12 @@ import {
   approve, BASE_CODEOWNERS, BASE_ORGANIZATION_POLICY, baseEvidence, directoryFromPlan, ENABLED_POLICY, HEAD, review, USERS, withFiles, withOrganizationPolicy, withReviews,
 } from "../evaluation/evidence-fixture.ts";
 import { buildDecisionRecord, type PublicationFacts, recordBytes } from "./build.ts";
+import { gitBlobSha } from "./record-fixture.ts";
 import { decodeRecordBody, encodeRecordBody } from "./codec.ts";
 import type { RecordedFileRead, RecordedInputs } from "./schema.ts";
 
 /** The decision record's content and bounds (DESIGN 3.10, issue 28 items 1 and 6). */
-const blobSha = (text: string) => createHash("sha1").update(`blob ${Buffer.byteLength(text)}\0`).update(text).digest("hex");
+const blobSha = (text: string) => gitBlobSha(Buffer.from(text));
 const withBlob = (read: FileRead, commitSha?: string): FileRead => (read.kind === "found" ? { ...read, blobSha: blobSha(read.text), ...(commitSha ? { commitSha } : {}) } : read);
 const POLICY_COMMIT = "e".repeat(40);
 
