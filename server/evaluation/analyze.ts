@@ -292,7 +292,6 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   if (selected !== null) {
     // Owner-set key per rule line: owners deduplicated case-insensitively, sorted, so equal sets group together.
     const groupOfLine = new Map<number, { owners: string[]; paths: string[]; patterns: string[] }>();
-    const patternOfLine = new Map(selected.parsed.rules.map((rule) => [rule.line, rule.pattern]));
     try {
       for (const path of sortedPaths) {
         const match = selected.parsed.match(path, budget);
@@ -312,7 +311,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
             groupsByKey.set(key, group);
           }
           groupOfLine.set(match.line, group);
-          group.patterns.push(patternOfLine.get(match.line) ?? "");
+          group.patterns.push(patternAt(selected.parsed.rules, match.line));
         }
         group.paths.push(path);
       }
@@ -382,4 +381,21 @@ function breakGlassState(evidence: Omit<Evidence, "directory">, read: FileRead, 
   const settings = breakGlassSettings(organization);
   if (settings === null) return { kind: "not_enabled", why: t`the organization policy has no ${"[break_glass]"} section, so break-glass overrides are not enabled` };
   return { kind: "enabled", settings };
+}
+
+/**
+ * The pattern of the rule on `line`, by binary search over the rules in file order (ascending lines): a group asks once per
+ * rule that opens it, so an evaluation never indexes all of a 10,000-rule file for the few rules that matched.
+ */
+function patternAt(rules: readonly { readonly line: number; readonly pattern: string }[], line: number): string {
+  let low = 0;
+  let high = rules.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const rule = rules[middle]!;
+    if (rule.line === line) return rule.pattern;
+    if (rule.line < line) low = middle + 1;
+    else high = middle - 1;
+  }
+  return "";
 }
