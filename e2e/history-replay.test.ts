@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeRecordBody, encodeRecordBody } from "../server/records/codec.ts";
+import type { RecordedFileRead } from "../server/records/schema.ts";
 import { all, openStore, run } from "../server/store/index.ts";
 import { BINARY, cleanEnv, ensureBinary } from "./support/binary.ts";
 import { BACKENDS } from "./support/databases.ts";
@@ -73,8 +74,8 @@ describe.each(BACKENDS)("decision record replay on %s", (backend) => {
       expect(fewer.failures[0]).toMatch(/differs: conclusion: recorded success, today failure; .*owner set [^:]*@bob: recorded satisfied, today /);
 
       // A blob SHA the forge does not have: the record cannot be replayed.
-      const codeowners = Object.entries(inputs.codeowners).find(([, read]) => read?.kind === "found")!;
-      await setBody(success.id, encodeRecordBody({ ...body, inputs: { ...inputs, codeowners: { ...inputs.codeowners, [codeowners[0]]: { ...codeowners[1]!, blob_sha: "0".repeat(40) } } } }).bytes);
+      const codeowners = Object.entries(inputs.codeowners).find((entry): entry is [string, Extract<RecordedFileRead, { kind: "found" }>] => entry[1].kind === "found")!;
+      await setBody(success.id, encodeRecordBody({ ...body, inputs: { ...inputs, codeowners: { ...inputs.codeowners, [codeowners[0]]: { ...codeowners[1], blob_sha: "0".repeat(40) } } } }).bytes);
       const gone = await replayEveryRecord(h.database.target, h.sim, h.scenario);
       expect(gone.failures).toEqual([expect.stringContaining(`cannot be replayed: the blob ${"0".repeat(40)} of the code-owners file`)]);
     } finally {

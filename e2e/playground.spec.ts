@@ -325,7 +325,7 @@ test.describe("the change preview: a second CODEOWNERS, after this pull request"
   test("an evidence document whose pull request changes CODEOWNERS opens with the second file and its preview", async ({ page }) => {
     await open(page, "two-owner-sets");
     const state = SCENARIOS.find((s) => s.id === "owner-approves-head")!.build();
-    const evidence = withHeadCodeownersAt(withChangePreview(state.evidence), "CODEOWNERS", "* @bob\n");
+    const evidence = withHeadCodeownersAt(withChangePreview(state.evidence), "CODEOWNERS", "* @bob\n", ".forge");
     await page.getByLabel("Paste an evidence document").fill(JSON.stringify({ format: "service-evidence", version: 1, evidence, settings: state.settings }));
     await page.getByRole("button", { name: "Load pasted document" }).click();
     await expect(headEditor(page)).toHaveValue("* @bob\n");

@@ -6,13 +6,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { runValidate } from "../server/commands/validate.ts";
-import { CODEOWNERS_LOCATIONS, DEFAULT_EVALUATION_SETTINGS, evaluate, plain, type CodeownersEvidence, type Evidence } from "../server/evaluation/index.ts";
+import { codeownersLocations, DEFAULT_EVALUATION_SETTINGS, evaluate, plain, type Evidence, type FileRead } from "../server/evaluation/index.ts";
 import * as core from "../server/evaluation/evidence-fixture.ts";
 import { clientFor } from "../server/forge/test-support.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../server/policy/bounds.ts";
 import * as playground from "../web/src/scenarios.ts";
 import { createScenario, generateAppKeys, POLICY_PATH } from "../server/simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../server/simulator/simulator.ts";
+
+const CODEOWNERS_LOCATIONS = codeownersLocations(DEFAULT_EVALUATION_SETTINGS.forgeDirectory);
 
 interface Files {
   readonly codeowners: Partial<Record<string, string>>;
@@ -29,7 +31,7 @@ const FILE_REASONS = new Set([
 ]);
 
 function serviceJudgment(files: Files): Judgment {
-  const codeowners: CodeownersEvidence = {};
+  const codeowners: Record<string, FileRead> = {};
   for (const location of CODEOWNERS_LOCATIONS) {
     const text = files.codeowners[location];
     codeowners[location] = text === undefined ? { kind: "missing" } : core.found(location, text);
@@ -219,7 +221,7 @@ describe("bytes that are not UTF-8 fail the validator as they fail the service's
     }
     const client = clientFor(sim, scenario);
     const at = (path: string) => ({ installationId: scenario.installationId, owner: scenario.org, repo: scenario.repo, path, ref: sha });
-    const codeowners: CodeownersEvidence = {};
+    const codeowners: Record<string, FileRead> = {};
     for (const location of CODEOWNERS_LOCATIONS) codeowners[location] = await client.readFile(at(location), MAX_CODEOWNERS_BYTES - 1);
     return judgmentOfReads({ codeowners, repositoryPolicy: await client.readFile(at(POLICY_PATH), MAX_POLICY_FILE_BYTES), organizationPolicy: { kind: "missing" } });
   }

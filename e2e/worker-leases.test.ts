@@ -83,7 +83,7 @@ function startWorker(rig: Rig, workerId: string, seams: { store?: Store; forge?:
     {
       store: seams.store ?? rig.store, forge: seams.forge ?? rig.forge, metrics: createMetrics(), log, now: () => Date.now(), workerId,
       guardTimeoutMs: 2_000, resetTimeoutMs: 2_000, onTransition: (event) => rig.transitions.push(event),
-      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
     },
     OPTIONS,
   );

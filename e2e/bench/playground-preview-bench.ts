@@ -19,7 +19,7 @@ const median = (run: () => void) => time(run, RUNS, WARMUP).medianMs;
 const state = largeState(10_000, 2_999);
 const text = largeCodeowners(10_000);
 const unchanged = withEvidence(state, withChangePreview);
-const moved = withEvidence(state, (evidence) => withHeadCodeownersAt(withChangePreview(evidence), "CODEOWNERS", `${text}/services/ @zed\n`));
+const moved = withEvidence(state, (evidence) => withHeadCodeownersAt(withChangePreview(evidence), "CODEOWNERS", `${text}/services/ @zed\n`, ".forge"));
 const movedPreview = explain(moved, "").preview;
 
 console.log(

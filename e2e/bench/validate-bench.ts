@@ -72,6 +72,7 @@ const text = codeowners(19);
 const input = {
   codeowners: [{ path: "CODEOWNERS", text }],
   codeownersLocations: ["CODEOWNERS"],
+  forgeDirectory: ".forge",
   repositoryPolicy: { path: ".forge/service-policy.toml", text: POLICY },
   organizationPolicy: null,
   policyPath: ".forge/service-policy.toml",

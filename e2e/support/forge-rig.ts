@@ -10,7 +10,7 @@ import { type BackendName, createTestDatabase, type TestDatabase } from "./datab
 import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./replay-records.ts";
 
 export const CHECK_NAME = "Service / approval";
-const RIG_SETTINGS = { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", allowInsecureChanges: false } as const;
+const RIG_SETTINGS = { checkName: CHECK_NAME, policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", allowInsecureChanges: false } as const;
 
 /**
  * The pieces in-process worker and reconciler tests share: a forge simulator with no webhook URL (every delivery is lost, as

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, type Scenario } from "../../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../../server/simulator/simulator.ts";
-import { loadConfig } from "../../server/config/index.ts";
+import { evaluationSettingsOf, loadConfig } from "../../server/config/index.ts";
 import { type RunningService, startService } from "../../server/commands/serve.ts";
 import { migrateDatabase } from "../../server/store/index.ts";
 import type { CheckTransition } from "../../server/worker/context.ts";
@@ -91,7 +91,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
       // Every decision record the suite's service wrote must replay to itself (issue 28 item 4), checked while the forge is up.
       let report: ReplayReport | null = null;
       try {
-        report = await replayEveryRecord(database.target, sim, scenario, { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges });
+        report = await replayEveryRecord(database.target, sim, scenario, evaluationSettingsOf(config));
       } finally {
         await sim.stop();
         await database.drop();

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../config/index.ts";
 import { NO_DIRECTORY_FACTS, type Evidence } from "../evaluation/index.ts";
-import { baseEvidence, found, withFiles } from "../evaluation/evidence-fixture.ts";
+import { baseEvidence, ENABLED_POLICY, found, withFiles } from "../evaluation/evidence-fixture.ts";
 import { ForgeError } from "../forge/index.ts";
 import type { ExplainDeps } from "./explain.ts";
 import { EVIDENCE_DOCUMENT_FORMAT, parseExplainArgs, runExplain } from "./explain.ts";
@@ -58,11 +58,29 @@ describe("service explain", () => {
     const { forge, requests } = fakeForge(scenario("older-head"));
     const { out, stdout } = capture();
     expect(await runExplain(["--repository", "acme/widgets", "--pull", "42"], config, out, { forge })).toBe(0);
-    expect(requests).toEqual([{ installationId: 77, owner: "acme", repo: "widgets", number: 42, policyPath: ".forge/service-policy.toml", organizationPolicyRepository: ".forge" }]);
+    expect(requests).toEqual([{ installationId: 77, owner: "acme", repo: "widgets", number: 42, policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", organizationPolicyRepository: ".forge" }]);
     const text = stdout.join("\n");
     expect(text).toContain("decision: failure");
     expect(text).toContain("title: 1 of 1 owner set not yet approved");
     expect(text).toContain("not counted: alice: approved 9a8b7c6, not the current head 4f2c9e1");
+  });
+
+  test("under SERVICE_FORGE_DIRECTORY=.github it reads .github's files, decides on .github/CODEOWNERS and says so", async () => {
+    const github = loadConfig({ SERVICE_DATABASE_URL: "sqlite::memory:", SERVICE_FORGE_DIRECTORY: ".github" });
+    const evidence: Evidence = { ...baseEvidence(), codeowners: { ".github/CODEOWNERS": found(".github/CODEOWNERS", "* @bob\n") }, repositoryPolicy: found(".github/service-policy.toml", ENABLED_POLICY) };
+    const { forge, requests } = fakeForge(evidence);
+    const human = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--installation", "77"], github, human.out, { forge })).toBe(0);
+    expect(requests).toEqual([{ installationId: 77, owner: "acme", repo: "widgets", number: 42, policyPath: ".github/service-policy.toml", forgeDirectory: ".github", organizationPolicyRepository: ".github" }]);
+    const text = human.stdout.join("\n");
+    expect(text).toContain("owners @bob");
+    expect(text).toContain("read under the forge directory .github: code owners from .github/CODEOWNERS, repository policy .github/service-policy.toml");
+    const json = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42", "--json", "--installation", "77"], github, json.out, { forge })).toBe(0);
+    const document = JSON.parse(json.stdout.join("\n"));
+    expect(document.settings.forgeDirectory).toBe(".github");
+    const read = readState(document);
+    expect(read.ok && read.state.settings.forgeDirectory).toBe(".github");
   });
 
   test("--json prints an evidence document the playground reads back to the same decision", async () => {

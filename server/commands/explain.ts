@@ -3,6 +3,7 @@
 // decision for a person, or with --json an evidence document the playground imports. Read-only: it publishes nothing.
 // The document holds evidence and settings only: no token, key, secret or request header ever enters Evidence.
 import type { Config } from "../config/index.ts";
+import { evaluationSettingsOf } from "../config/index.ts";
 import { decideCheck, planLookups, plain, renderCheck, visible, visibleJson, type Decision, type EvaluationSettings, type Evidence, type OwnerSetLabel, type PreviewResult } from "../evaluation/index.ts";
 import { createForgeClient, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -114,6 +115,11 @@ export function describeDecision(decision: Decision, where: string): string[] {
   return lines;
 }
 
+/** Where the files were looked for: the forge directory (SERVICE_FORGE_DIRECTORY) decides the first code-owners location. */
+export function settingsLine(decision: Decision, settings: EvaluationSettings): string {
+  return `read under the forge directory ${settings.forgeDirectory}: code owners from ${decision.codeownersPath ?? "no code-owners file"}, repository policy ${settings.policyPath}`;
+}
+
 const labelText = (label: OwnerSetLabel) =>
   `${label.owners.length === 0 ? "(no owners)" : label.owners.join(" ")}${label.apps.length > 0 ? ` (or App ${label.apps.join(", ")})` : ""}`;
 
@@ -161,7 +167,7 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
     }
     forge = createForgeClient({ apiUrl: config.forge.apiUrl, appId: config.forge.appId, privateKey: config.forge.privateKey, requestTimeoutMs: REQUEST_TIMEOUT_MS, checkName: config.checkName, logger: createLogger("silent") });
   }
-  const settings: EvaluationSettings = { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges };
+  const settings = evaluationSettingsOf(config);
   const where = `${parsed.owner}/${parsed.repo}#${parsed.number}`;
   try {
     const installationId = parsed.installationId ?? (await findInstallation(forge, parsed.owner, parsed.repo));
@@ -170,7 +176,7 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
       return EXIT_FAILURE;
     }
     const gathered = await forge.gatherEvidence(
-      { installationId, owner: parsed.owner, repo: parsed.repo, number: parsed.number, policyPath: config.policyPath, organizationPolicyRepository: config.organizationPolicyRepository },
+      { installationId, owner: parsed.owner, repo: parsed.repo, number: parsed.number, policyPath: config.policyPath, forgeDirectory: config.forgeDirectory, organizationPolicyRepository: config.organizationPolicyRepository },
       { planLookups: (evidence, known) => planLookups(evidence, settings, known) },
     );
     if (gathered.kind === "unavailable") {
@@ -181,7 +187,7 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
     // takes them along, so the playground shows the same preview.
     const { decision, preview } = decideCheck(gathered.evidence, settings);
     if (parsed.json) rawOut.stdout(visibleJson(JSON.stringify(evidenceDocument(gathered.evidence, settings, decision), null, 2)));
-    else for (const line of [...describeDecision(decision, where), ...(preview ? describePreview(preview) : [])]) out.stdout(line);
+    else for (const line of [...describeDecision(decision, where), settingsLine(decision, settings), ...(preview ? describePreview(preview) : [])]) out.stdout(line);
     return EXIT_OK;
   } catch (error) {
     // Forge errors carry a kind; their messages never hold credentials, but print only the kind to be sure (DESIGN 5).

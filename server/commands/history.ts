@@ -4,6 +4,7 @@
 // read operations (server/store/ops/history-ops.ts) and nothing else; replay also reads the recorded files from the forge by
 // their blob SHAs, with the App's installation token.
 import type { Config, DatabaseTarget } from "../config/index.ts";
+import { evaluationSettingsOf } from "../config/index.ts";
 import { type EvaluationSettings, visible, visibleJson } from "../evaluation/index.ts";
 import { createForgeClient, ForgeError, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -324,7 +325,7 @@ export async function runHistoryReplay(args: readonly string[], config: Config, 
     out.stderr(`cannot replay ${parsed.id}: ${merge?.decision_id == null ? "the merge names no decision of the service (nothing was decided for its head)" : `its decision ${merge.decision_id} is no longer kept`}`);
     return EXIT_HISTORY_NONE;
   }
-  const settings: EvaluationSettings = { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges };
+  const settings = evaluationSettingsOf(config);
   const outcome = await replayRecord(record, settings, blobReader(forge, record.installation_id));
   const what = `${record.id}${read.record.id === record.id ? "" : ` (the decision behind ${read.record.id})`} on ${record.repository.full_name}#${record.pull_request} at ${record.head_sha}`;
   if (outcome.kind === "cannot_replay") {

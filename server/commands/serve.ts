@@ -1,5 +1,5 @@
 import type { Config } from "../config/index.ts";
-import { describeConfig } from "../config/index.ts";
+import { describeConfig, evaluationSettingsOf } from "../config/index.ts";
 import { createApp } from "../http/app.ts";
 import { createForgeClient, createGovernor, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
@@ -74,7 +74,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   let worker: Worker | null = null;
   let evaluator: Evaluator | null = null;
   if (forge && config.workerEnabled) {
-    const settings = { checkName: config.checkName, policyPath: config.policyPath, allowInsecureChanges: config.allowInsecureChanges, organizationPolicyRepository: config.organizationPolicyRepository };
+    const settings = { ...evaluationSettingsOf(config), organizationPolicyRepository: config.organizationPolicyRepository };
     // The decision core runs on evaluation threads: no decision can stall ingress, probes or lease renewal (issue 16 item 2).
     evaluator = threadEvaluator(settings, { log });
     worker = createWorker(

@@ -71,6 +71,15 @@ describe("usage errors exit 2 with the reason and the usage on stderr", () => {
     ["a directory that does not exist", (dir) => [join(dir, "absent")], "no such directory"],
     ["a file given as the directory", (dir) => [join(dir, "CODEOWNERS")], "not a directory"],
     ["two directories", (dir) => [dir, dir], "only one directory may be given"],
+    ["--forge-directory without its value", (dir) => [dir, "--forge-directory"], "--forge-directory needs a value"],
+    ["an empty --forge-directory", (dir) => [dir, "--forge-directory="], "--forge-directory must not be empty"],
+    ["a --forge-directory of ..", (dir) => [dir, "--forge-directory", ".."], "--forge-directory must name a directory, not '.' or '..'"],
+    ["a --forge-directory of .", (dir) => [dir, "--forge-directory", "."], "--forge-directory must name a directory, not '.' or '..'"],
+    ["a --forge-directory with /", (dir) => [dir, "--forge-directory", ".github/workflows"], "--forge-directory must be a single directory name"],
+    ["a --forge-directory with \\", (dir) => [dir, "--forge-directory", ".github\\x"], "--forge-directory must be a single directory name"],
+    ["a --forge-directory not starting with .", (dir) => [dir, "--forge-directory", "github"], "--forge-directory must start with '.'"],
+    ["a --forge-directory with a control character", (dir) => [dir, "--forge-directory", ".git\u001bhub"], "--forge-directory may contain only letters, digits"],
+    ["a --forge-directory too long", (dir) => [dir, "--forge-directory", "." + "a".repeat(100)], "--forge-directory must be at most 100 characters"],
   ];
   for (const [name, args, message] of cases) {
     test(name, async () => {
@@ -170,6 +179,20 @@ describe("inputs", () => {
       { kind: "delegation_app_not_enrolled", severity: "error", file: join(elsewhere, "policy.toml"), line: 4, message: "delegations[0].app: App bot is not enrolled in the organization policy's trusted_apps" },
     ]);
     expect(result.exitCode).toBe(1);
+  });
+
+  test("--forge-directory .github reads .github/CODEOWNERS first and .github/service-policy.toml, and protects .github/workflows", async () => {
+    const policy = `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["**"]\n`;
+    const organization = join(repository({ "org.toml": 'schema_version = 1\n[[trusted_apps]]\nslug = "docs-bot"\napp_id = 7\n' }), "org.toml");
+    const dir = repository({ ".github/CODEOWNERS": "* @g\n", ".forge/CODEOWNERS": "!broken\n", CODEOWNERS: "* @root\n", ".github/service-policy.toml": policy, "tree.txt": ".github/workflows/ci.yml\nsrc/a.ts\n" });
+    const github = JSON.parse((await validate([dir, "--forge-directory", ".github", "--organization-policy", organization, "--files-from", join(dir, "tree.txt"), "--format", "json"])).stdout);
+    expect(github.summary.codeowners).toBe(".github/CODEOWNERS");
+    expect(github.findings.filter((f: { kind: string }) => f.kind === "policy_error" || f.kind === "invalid_codeowners_line")).toEqual([]);
+    expect(github.findings.find((f: { kind: string }) => f.kind === "delegation_non_delegable")?.message).toContain(".github/workflows/ci.yml");
+    // Without the flag the same checkout is read as under .forge: its broken .forge/CODEOWNERS wins and no policy is found.
+    const forge = JSON.parse((await validate([dir, "--format", "json"])).stdout);
+    expect(forge.summary.codeowners).toBe(".forge/CODEOWNERS");
+    expect(forge.findings.map((f: { kind: string }) => f.kind)).toContain("invalid_codeowners_line");
   });
 
   test("the CODEOWNERS location the service reads wins: .forge/CODEOWNERS before CODEOWNERS before docs/CODEOWNERS", async () => {

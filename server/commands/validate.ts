@@ -12,10 +12,9 @@
 //                  "unownedPaths": n|null, "matchSteps" } }
 import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import { DEFAULTS } from "../config/index.ts";
-import { CODEOWNERS_LOCATIONS } from "../evaluation/evidence.ts";
 import { visible, visibleJson } from "../evaluation/escape.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
+import { codeownersLocations, DEFAULT_FORGE_DIRECTORY, defaultPolicyPath, forgeDirectoryProblem } from "../policy/forge-directory.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { validate, type Finding, type ValidatedFile, type ValidationReport } from "../policy/validate.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from "./exit-codes.ts";
@@ -23,12 +22,12 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from
 export const VALIDATE_EXIT_CODES: ExitCodes = [[0, "no error"], [1, "errors (with --strict, warnings too)"], [2, "usage"]];
 
 export const VALIDATE_USAGE = `usage: service validate [DIR] [--policy FILE] [--organization-policy FILE] [--files-from FILE|-]
-                        [--format text|json|github] [--strict]
+                        [--forge-directory NAME] [--format text|json|github] [--strict]
 
-Checks the CODEOWNERS file the service would read in DIR (default: the current directory; .forge/CODEOWNERS, then
-CODEOWNERS, then docs/CODEOWNERS) and the repository policy (${DEFAULTS.policyPath}, or --policy FILE) with the service's
-own parsers, offline. --organization-policy FILE also checks the .forge repository's organization policy and the
-delegations against it. --files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin)
+Checks the CODEOWNERS file the service would read in DIR (default: the current directory; NAME/CODEOWNERS, then
+CODEOWNERS, then docs/CODEOWNERS) and the repository policy (NAME/service-policy.toml, or --policy FILE) with the service's
+own parsers, offline. --forge-directory NAME is the service's SERVICE_FORGE_DIRECTORY (default ${DEFAULT_FORGE_DIRECTORY};
+.github on GitHub). --organization-policy FILE also checks the organization policy and the delegations against it. --files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin)
 and adds the tree checks: rules that own nothing, dead rules, unowned paths.
 
 ${exitCodesLine(VALIDATE_EXIT_CODES)}`;
@@ -47,12 +46,13 @@ interface ValidateArgs {
   policy: string | null;
   organizationPolicy: string | null;
   filesFrom: string | null;
+  forgeDirectory: string;
   format: Format;
   strict: boolean;
 }
 
 export function parseValidateArgs(args: readonly string[]): ValidateArgs | string {
-  const parsed: ValidateArgs = { dir: ".", policy: null, organizationPolicy: null, filesFrom: null, format: "text", strict: false };
+  const parsed: ValidateArgs = { dir: ".", policy: null, organizationPolicy: null, filesFrom: null, forgeDirectory: DEFAULT_FORGE_DIRECTORY, format: "text", strict: false };
   let dir: string | null = null;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -62,7 +62,14 @@ export function parseValidateArgs(args: readonly string[]): ValidateArgs | strin
       return next === undefined || next === "" ? null : next;
     };
     if (flag === "--strict" && inline === undefined) parsed.strict = true;
-    else if (flag === "--policy" || flag === "--organization-policy" || flag === "--files-from" || flag === "--format") {
+    else if (flag === "--forge-directory") {
+      // Read raw: an empty value is an error here (as SERVICE_FORGE_DIRECTORY's), not "needs a value".
+      const given = inline ?? args[++i];
+      if (given === undefined) return `${flag} needs a value`;
+      const problem = forgeDirectoryProblem(given);
+      if (problem !== null) return `${flag} ${problem} (a single directory name such as .forge or .github)`;
+      parsed.forgeDirectory = given;
+    } else if (flag === "--policy" || flag === "--organization-policy" || flag === "--files-from" || flag === "--format") {
       const given = value();
       if (given === null) return `${flag} needs a value`;
       if (flag === "--policy") parsed.policy = given;
@@ -307,24 +314,26 @@ export async function runValidate(args: readonly string[], rawOut: ValidateOutpu
   }
   if (parsed.policy === "-" || parsed.organizationPolicy === "-") return usage("only --files-from reads standard input");
 
-  // The service's precedence (CODEOWNERS_LOCATIONS, as analyze.ts and the forge reader walk it): the first existing file wins.
+  // The service's precedence (codeownersLocations, as analyze.ts and the forge reader walk it): the first existing file wins.
   // The byte bounds are the forge reader's (server/forge/evidence.ts): CODEOWNERS under MAX_CODEOWNERS_BYTES, policies at most
   // MAX_POLICY_FILE_BYTES.
+  const locations = codeownersLocations(parsed.forgeDirectory);
+  const servicePolicyPath = defaultPolicyPath(parsed.forgeDirectory);
   const codeowners: ValidatedFile[] = [];
-  for (const location of CODEOWNERS_LOCATIONS) {
+  for (const location of locations) {
     const file = readInCheckout(dir, location, MAX_CODEOWNERS_BYTES - 1);
     if (file !== null) codeowners.push(file);
   }
   // --policy inside DIR is that repository path (and non-delegable as such); outside it, the default path stays protected.
-  const policyInRepository = parsed.policy === null ? DEFAULTS.policyPath : repositoryPath(dir, parsed.policy);
-  const policyPath = policyInRepository ?? DEFAULTS.policyPath;
+  const policyInRepository = parsed.policy === null ? servicePolicyPath : repositoryPath(dir, parsed.policy);
+  const policyPath = policyInRepository ?? servicePolicyPath;
   const named = (path: string, shownAs: string): ValidatedFile => ({ ...readNamed(path, MAX_POLICY_FILE_BYTES), path: shownAs });
-  const repositoryPolicy = parsed.policy === null ? readInCheckout(dir, DEFAULTS.policyPath, MAX_POLICY_FILE_BYTES) : named(parsed.policy, policyInRepository ?? parsed.policy);
+  const repositoryPolicy = parsed.policy === null ? readInCheckout(dir, servicePolicyPath, MAX_POLICY_FILE_BYTES) : named(parsed.policy, policyInRepository ?? parsed.policy);
   const organizationPolicy = parsed.organizationPolicy === null ? null : readNamed(parsed.organizationPolicy, MAX_POLICY_FILE_BYTES);
   const stdin = deps.stdin ?? (() => new Response(Bun.stdin.stream()).text());
   const tree = parsed.filesFrom === null ? null : treePaths(parsed.filesFrom === "-" ? await stdin() : readFileSync(parsed.filesFrom, "utf8"));
 
-  const report = validate({ codeowners, codeownersLocations: CODEOWNERS_LOCATIONS, repositoryPolicy, organizationPolicy, policyPath, tree });
+  const report = validate({ codeowners, codeownersLocations: locations, forgeDirectory: parsed.forgeDirectory, repositoryPolicy, organizationPolicy, policyPath, tree });
   const failed = report.summary.errors > 0 || (parsed.strict && report.summary.warnings > 0);
   const exitCode = failed ? EXIT_FAILURE : EXIT_OK;
   if (parsed.format === "json") {

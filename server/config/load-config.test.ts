@@ -47,6 +47,7 @@ describe("defaults outside production", () => {
     expect(config.forge.webUrl).toBe("https://github.com");
     expect(config.forge.appId).toBeNull();
     expect(config.checkName).toBe("Service / approval");
+    expect(config.forgeDirectory).toBe(".forge");
     expect(config.policyPath).toBe(".forge/service-policy.toml");
     expect(config.organizationPolicyRepository).toBe(".forge");
     expect(config.host).toBe("0.0.0.0");
@@ -258,6 +259,41 @@ describe("other settings", () => {
     for (const bad of ["/abs.toml", "a/../b.toml", "dir/", "./x.toml"]) {
       expect(rejection({ SERVICE_POLICY_PATH: bad }).variable).toBe("SERVICE_POLICY_PATH");
     }
+  });
+  test("the forge directory moves the policy path's and the organization policy repository's defaults", () => {
+    const github = loadConfig({ SERVICE_FORGE_DIRECTORY: ".github" }, io);
+    expect(github.forgeDirectory).toBe(".github");
+    expect(github.policyPath).toBe(".github/service-policy.toml");
+    expect(github.organizationPolicyRepository).toBe(".github");
+    expect(describeConfig(github).forge_directory).toBe(".github");
+  });
+  test("an explicit policy path and organization policy repository win over the forge directory's defaults", () => {
+    const config = loadConfig({ SERVICE_FORGE_DIRECTORY: ".github", SERVICE_POLICY_PATH: "ci/policy.toml", SERVICE_ORGANIZATION_POLICY_REPOSITORY: "policies" }, io);
+    expect(config.policyPath).toBe("ci/policy.toml");
+    expect(config.organizationPolicyRepository).toBe("policies");
+  });
+  const badDirectories: [string, string, RegExp][] = [
+    ["empty", "", /must not be empty/],
+    ["the parent directory", "..", /not '\.' or '\.\.'/],
+    ["the current directory", ".", /not '\.' or '\.\.'/],
+    ["a path with /", ".github/workflows", /single directory name/],
+    ["a path with \\", ".github\\x", /single directory name/],
+    ["a name not starting with .", "github", /must start with '\.'/],
+    ["a control character", ".git\u0007hub", /letters, digits/],
+    ["a newline", ".github\n", /letters, digits/],
+    ["a CODEOWNERS wildcard", ".git*", /letters, digits/],
+    ["a space", ".my forge", /letters, digits/],
+    ["too long", "." + "a".repeat(100), /at most 100 characters/],
+  ];
+  for (const [what, value, message] of badDirectories) {
+    test(`a forge directory that is ${what} is a configuration error naming SERVICE_FORGE_DIRECTORY`, () => {
+      const error = rejection({ SERVICE_FORGE_DIRECTORY: value });
+      expect(error.variable).toBe("SERVICE_FORGE_DIRECTORY");
+      expect(error.message).toMatch(message);
+    });
+  }
+  test("a forge directory of exactly 100 characters is accepted", () => {
+    expect(loadConfig({ SERVICE_FORGE_DIRECTORY: "." + "a".repeat(99) }, io).forgeDirectory).toHaveLength(100);
   });
   test("the forge API URL must be an origin", () => {
     expect(rejection({ SERVICE_FORGE_API_URL: "https://api.example/v3" }).message).toMatch(/origin only/);

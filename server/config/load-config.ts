@@ -2,7 +2,9 @@ import { DEFAULT_DECISION_RETENTION_DAYS, MAX_DECISION_RETENTION_DAYS, MIN_DECIS
 import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
+import type { EvaluationSettings } from "../evaluation/evidence.ts";
 import { MAX_WEBHOOK_BODY_BYTES } from "../ingress/limits.ts";
+import { DEFAULT_FORGE_DIRECTORY, defaultPolicyPath, forgeDirectoryProblem } from "../policy/forge-directory.ts";
 import { ConfigError } from "./config-error.ts";
 import { type DatabaseTarget, parseDatabaseUrl } from "./database-url.ts";
 
@@ -40,6 +42,8 @@ export type Config = {
   /** Webhook secret bytes (UTF-8), or null: the webhook route then answers 503. */
   readonly webhookSecret: Uint8Array | null;
   readonly checkName: string;
+  /** The forge's configuration directory in a repository (`.forge`; `.github` on GitHub): a single segment starting with `.`. */
+  readonly forgeDirectory: string;
   readonly policyPath: string;
   readonly organizationPolicyRepository: string;
   readonly workerEnabled: boolean;
@@ -76,8 +80,11 @@ export const DEFAULTS = Object.freeze({
   forgeApiUrl: "https://api.github.com",
   forgeWebUrl: "https://github.com",
   checkName: "Service / approval",
-  policyPath: ".forge/service-policy.toml",
-  organizationPolicyRepository: ".forge",
+  // SERVICE_POLICY_PATH and SERVICE_ORGANIZATION_POLICY_REPOSITORY default to `<forgeDirectory>/service-policy.toml` and
+  // `<forgeDirectory>`; these are their values under the default directory.
+  forgeDirectory: DEFAULT_FORGE_DIRECTORY,
+  policyPath: defaultPolicyPath(DEFAULT_FORGE_DIRECTORY),
+  organizationPolicyRepository: DEFAULT_FORGE_DIRECTORY,
   identityProbeIntervalSeconds: 30,
   identityFreshnessSeconds: 90,
   // Below the forge's documented secondary limits (about 900 points a minute, 100 concurrent requests; issue 18).
@@ -115,6 +122,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_FORGE_CONCURRENT_REQUESTS",
   "SERVICE_FORGE_RATE_LIMIT_RESERVE",
   "SERVICE_CHECK_NAME",
+  "SERVICE_FORGE_DIRECTORY",
   "SERVICE_POLICY_PATH",
   "SERVICE_ORGANIZATION_POLICY_REPOSITORY",
   "SERVICE_WORKER_ENABLED",
@@ -269,11 +277,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   if (checkName.trim() !== checkName || checkName.length > 100 || /[\p{Cc}\p{Cf}]/u.test(checkName)) {
     throw new ConfigError("SERVICE_CHECK_NAME", "must be 1 to 100 printable characters without surrounding spaces");
   }
-  const policyPath = get("SERVICE_POLICY_PATH") ?? DEFAULTS.policyPath;
+  // Read raw, not through get(): set but empty is an error here, not "unset" (an empty directory would move the code-owners
+  // file to the repository root without anyone asking for it).
+  const forgeDirectory = env.SERVICE_FORGE_DIRECTORY ?? DEFAULTS.forgeDirectory;
+  const forgeDirectoryError = forgeDirectoryProblem(forgeDirectory);
+  if (forgeDirectoryError !== null) throw new ConfigError("SERVICE_FORGE_DIRECTORY", `${forgeDirectoryError} (a single directory name such as .forge or .github)`);
+  const policyPath = get("SERVICE_POLICY_PATH") ?? defaultPolicyPath(forgeDirectory);
   if (!isRepositoryPath(policyPath)) {
     throw new ConfigError("SERVICE_POLICY_PATH", "must be a relative file path inside the repository (no leading /, no . or .. segments)");
   }
-  const organizationPolicyRepository = get("SERVICE_ORGANIZATION_POLICY_REPOSITORY") ?? DEFAULTS.organizationPolicyRepository;
+  const organizationPolicyRepository = get("SERVICE_ORGANIZATION_POLICY_REPOSITORY") ?? forgeDirectory;
   if (!/^[A-Za-z0-9._-]{1,100}$/.test(organizationPolicyRepository) || organizationPolicyRepository === "." || organizationPolicyRepository === "..") {
     throw new ConfigError("SERVICE_ORGANIZATION_POLICY_REPOSITORY", "must be a repository name (letters, digits, '.', '-', '_'; at most 100)");
   }
@@ -324,6 +337,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     forge: { apiUrl: forgeApiUrl, webUrl: forgeWebUrl, appId, privateKey, identityProbeIntervalSeconds, identityFreshnessSeconds, requestBudget },
     webhookSecret,
     checkName,
+    forgeDirectory,
     policyPath,
     organizationPolicyRepository,
     workerEnabled: boolean(env, "SERVICE_WORKER_ENABLED", true),
@@ -341,6 +355,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     playgroundEnabled: boolean(env, "SERVICE_PLAYGROUND_ENABLED", true),
     setup,
   });
+}
+
+/** The settings the decision core evaluates under, as the worker, `service explain` and `service history replay` pass them. */
+export function evaluationSettingsOf(config: Config): EvaluationSettings {
+  return { checkName: config.checkName, policyPath: config.policyPath, forgeDirectory: config.forgeDirectory, allowInsecureChanges: config.allowInsecureChanges };
 }
 
 /** The effective settings with every secret left out, for `config check` and startup logs. */
@@ -367,6 +386,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     forge_concurrent_requests: config.forge.requestBudget.concurrentRequests,
     forge_rate_limit_reserve: config.forge.requestBudget.rateLimitReserve,
     check_name: config.checkName,
+    forge_directory: config.forgeDirectory,
     policy_path: config.policyPath,
     organization_policy_repository: config.organizationPolicyRepository,
     worker_enabled: config.workerEnabled,

@@ -26,7 +26,7 @@ import {
 import { PatternIndex } from "../policy/rule-index.ts";
 import { utf8ByteLength } from "../policy/utf8.ts";
 import { t, type Reason, type ReasonCode, type Text } from "./decision.ts";
-import { CODEOWNERS_LOCATIONS, type EvaluationSettings, type Evidence, type FileRead, type Gap, type Review } from "./evidence.ts";
+import { codeownersLocations, type EvaluationSettings, type Evidence, type FileRead, type Gap, type Review } from "./evidence.ts";
 
 export interface Delegation {
   readonly app: string;
@@ -103,8 +103,8 @@ const policyTooLarge = (bytes: number) => bytes > MAX_POLICY_FILE_BYTES;
  * Picks the code-owners file by precedence (DESIGN 3.2 rule 1); an unread or failed earlier location blocks later ones. The
  * parse is charged to `budget` (MatchBudgetExceeded past its limit).
  */
-function selectCodeowners(evidence: Evidence, reasons: Reason[], budget: MatchBudget): { path: string; parsed: ParsedCodeowners } | null {
-  for (const location of CODEOWNERS_LOCATIONS) {
+function selectCodeowners(evidence: Evidence, forgeDirectory: string, reasons: Reason[], budget: MatchBudget): { path: string; parsed: ParsedCodeowners } | null {
+  for (const location of codeownersLocations(forgeDirectory)) {
     const read = evidence.codeowners[location];
     if (read === undefined) {
       reasons.push({ code: "codeowners_incomplete", message: t`the code-owners location ${location} was not read`, transient: false });
@@ -227,6 +227,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
     }
   }
   const nonDelegable = nonDelegableSet({
+    forgeDirectory: settings.forgeDirectory,
     policyPath: settings.policyPath,
     enrolledAppSlugs: trustedApps.map((app) => app.slug),
     guardrails: organization?.guardrails?.non_delegable_paths ?? [],
@@ -279,7 +280,7 @@ export function analyze(evidence: Omit<Evidence, "directory">, settings: Evaluat
   let selected: ReturnType<typeof selectCodeowners> = null;
   let parsedOverBudget = false;
   try {
-    selected = selectCodeowners(evidence as Evidence, reasons, budget);
+    selected = selectCodeowners(evidence as Evidence, settings.forgeDirectory, reasons, budget);
   } catch (error) {
     if (!(error instanceof MatchBudgetExceeded)) throw error;
     // Parsing is matching work too (issue 25 item 5): over the budget, the same outcome as a match that runs out.

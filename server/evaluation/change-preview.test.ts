@@ -190,31 +190,39 @@ describe("preview from evidence", () => {
 });
 
 describe("which head files the preview needs", () => {
-  const policyPath = DEFAULT_EVALUATION_SETTINGS.policyPath;
+  const where = DEFAULT_EVALUATION_SETTINGS;
+  const policyPath = where.policyPath;
   const atCodeowners: CodeownersEvidence = { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", BASE_CODEOWNERS) };
   const modified = (...paths: string[]) => paths.map((filename) => ({ filename, status: "modified" }));
 
   test("none when no policy file changes", () => {
-    expect(headReadsNeeded(modified("src/app.ts", "README.md"), atCodeowners, policyPath)).toBeNull();
+    expect(headReadsNeeded(modified("src/app.ts", "README.md"), atCodeowners, where)).toBeNull();
   });
   test("the code-owners file the base uses", () => {
-    expect(headReadsNeeded(modified("CODEOWNERS"), atCodeowners, policyPath)).toEqual({ codeowners: true, repositoryPolicy: false });
+    expect(headReadsNeeded(modified("CODEOWNERS"), atCodeowners, where)).toEqual({ codeowners: true, repositoryPolicy: false });
   });
   test("a code-owners file at a location of higher precedence", () => {
-    expect(headReadsNeeded(modified(".forge/CODEOWNERS"), atCodeowners, policyPath)).toEqual({ codeowners: true, repositoryPolicy: false });
+    expect(headReadsNeeded(modified(".forge/CODEOWNERS"), atCodeowners, where)).toEqual({ codeowners: true, repositoryPolicy: false });
   });
   test("not a code-owners file at a location of lower precedence, which the base's file overrides", () => {
-    expect(headReadsNeeded(modified("docs/CODEOWNERS"), atCodeowners, policyPath)).toBeNull();
+    expect(headReadsNeeded(modified("docs/CODEOWNERS"), atCodeowners, where)).toBeNull();
   });
   test("any location when the base has no code-owners file", () => {
     const none: CodeownersEvidence = { ".forge/CODEOWNERS": { kind: "missing" }, CODEOWNERS: { kind: "missing" }, "docs/CODEOWNERS": { kind: "missing" } };
-    expect(headReadsNeeded(modified("docs/CODEOWNERS"), none, policyPath)).toEqual({ codeowners: true, repositoryPolicy: false });
+    expect(headReadsNeeded(modified("docs/CODEOWNERS"), none, where)).toEqual({ codeowners: true, repositoryPolicy: false });
   });
   test("the base's code-owners file renamed away", () => {
-    expect(headReadsNeeded([{ filename: "OWNERS.old", status: "renamed", previousFilename: "CODEOWNERS" }], atCodeowners, policyPath)).toEqual({ codeowners: true, repositoryPolicy: false });
+    expect(headReadsNeeded([{ filename: "OWNERS.old", status: "renamed", previousFilename: "CODEOWNERS" }], atCodeowners, where)).toEqual({ codeowners: true, repositoryPolicy: false });
   });
   test("the repository policy", () => {
-    expect(headReadsNeeded(modified(policyPath), atCodeowners, policyPath)).toEqual({ codeowners: false, repositoryPolicy: true });
+    expect(headReadsNeeded(modified(policyPath), atCodeowners, where)).toEqual({ codeowners: false, repositoryPolicy: true });
+  });
+  test("under the forge directory .github, a .github/CODEOWNERS takes precedence and a .forge/CODEOWNERS is no policy file", () => {
+    const github = { ...where, forgeDirectory: ".github", policyPath: ".github/service-policy.toml" };
+    const base: CodeownersEvidence = { ".github/CODEOWNERS": { kind: "missing" }, CODEOWNERS: found("CODEOWNERS", BASE_CODEOWNERS) };
+    expect(headReadsNeeded(modified(".github/CODEOWNERS"), base, github)).toEqual({ codeowners: true, repositoryPolicy: false });
+    expect(headReadsNeeded(modified(".forge/CODEOWNERS", ".forge/service-policy.toml"), base, github)).toBeNull();
+    expect(headReadsNeeded(modified(".github/service-policy.toml"), base, github)).toEqual({ codeowners: false, repositoryPolicy: true });
   });
   test("changed paths include the previous path of a rename", () => {
     expect([...changedPaths([{ filename: "b", status: "renamed", previousFilename: "a" }])]).toEqual(["b", "a"]);

@@ -16,7 +16,7 @@ import { analyze, matchingBudgetReason, type Analysis, type AnalysisResult } fro
 import { t, type Reason, type ReasonCode, type Text } from "./decision.ts";
 import { delegationCovers, holdingDelegations } from "./eligibility.ts";
 import {
-  CODEOWNERS_LOCATIONS,
+  codeownersLocations,
   DEFAULT_EVALUATION_SETTINGS,
   type ChangedFile,
   type CodeownersEvidence,
@@ -119,7 +119,7 @@ export interface ChangePreviewInput {
   readonly organizationPolicy?: string;
   readonly organizationOwned?: boolean;
   readonly labels?: readonly string[];
-  /** `policyPath` and `allowInsecureChanges` matter; DEFAULT_EVALUATION_SETTINGS when absent. */
+  /** `policyPath`, `forgeDirectory` and `allowInsecureChanges` matter; DEFAULT_EVALUATION_SETTINGS when absent. */
   readonly settings?: EvaluationSettings;
   readonly budget?: MatchBudget;
 }
@@ -139,23 +139,24 @@ export function changedPaths(files: readonly ChangedFile[]): Set<string> {
  * uses or one at a location of higher precedence (with no code-owners file at the base, any location), and the repository
  * policy at `policyPath`. The worker reads them at the head only in that case.
  */
-export function headReadsNeeded(files: readonly ChangedFile[], base: CodeownersEvidence, policyPath: string): { readonly codeowners: boolean; readonly repositoryPolicy: boolean } | null {
+export function headReadsNeeded(files: readonly ChangedFile[], base: CodeownersEvidence, where: Pick<EvaluationSettings, "policyPath" | "forgeDirectory">): { readonly codeowners: boolean; readonly repositoryPolicy: boolean } | null {
   const paths = changedPaths(files);
   let codeowners = false;
-  for (const location of CODEOWNERS_LOCATIONS) {
+  for (const location of codeownersLocations(where.forgeDirectory)) {
     if (paths.has(location)) codeowners = true;
     const read = base[location];
     if (read === undefined || read.kind !== "missing") break; // the base's file (or an unread location): later ones cannot win
   }
-  const repositoryPolicy = paths.has(policyPath);
+  const repositoryPolicy = paths.has(where.policyPath);
   return codeowners || repositoryPolicy ? { codeowners, repositoryPolicy } : null;
 }
 
 const found = (path: string, text: string): FileRead => ({ kind: "found", path, text, bytes: utf8ByteLength(text) });
 
-function sideReads(files: PreviewFiles, policyPath: string): PreviewSideReads {
-  const codeowners: Partial<Record<CodeownersLocation, FileRead>> = {};
-  for (const location of CODEOWNERS_LOCATIONS) {
+function sideReads(files: PreviewFiles, settings: EvaluationSettings): PreviewSideReads {
+  const { policyPath } = settings;
+  const codeowners: Record<CodeownersLocation, FileRead> = {};
+  for (const location of codeownersLocations(settings.forgeDirectory)) {
     codeowners[location] = files.codeowners?.path === location ? found(location, files.codeowners.text) : { kind: "missing" };
   }
   return { codeowners, repositoryPolicy: files.repositoryPolicy === undefined ? { kind: "missing" } : found(policyPath, files.repositoryPolicy) };
@@ -165,8 +166,8 @@ function sideReads(files: PreviewFiles, policyPath: string): PreviewSideReads {
 export function previewChange(input: ChangePreviewInput): PreviewResult {
   const settings = input.settings ?? DEFAULT_EVALUATION_SETTINGS;
   return previewFromReads({
-    base: sideReads(input.base, settings.policyPath),
-    head: sideReads(input.head, settings.policyPath),
+    base: sideReads(input.base, settings),
+    head: sideReads(input.head, settings),
     files: input.changedFiles.map((file) => (typeof file === "string" ? { filename: file, status: "modified" } : file)),
     organizationPolicy: input.organizationPolicy === undefined ? { kind: "missing" } : found(settings.policyPath, input.organizationPolicy),
     organizationOwned: input.organizationOwned ?? false,
@@ -235,7 +236,7 @@ function unreadable(read: FileRead | undefined): read is Extract<FileRead, { kin
 /** The preview from both sides' reads (the worker's evidence). */
 export function previewFromReads(input: PreviewReadsInput): PreviewResult {
   // A head file that could not be read: no preview rather than one computed from a file the pull request does not have.
-  const failed = [...CODEOWNERS_LOCATIONS.map((location) => input.head.codeowners[location]), input.head.repositoryPolicy].find(unreadable);
+  const failed = [...codeownersLocations(input.settings.forgeDirectory).map((location) => input.head.codeowners[location]), input.head.repositoryPolicy].find(unreadable);
   if (failed !== undefined) return { kind: "unavailable", why: t`a policy file could not be read at the head commit (${failed.detail})` };
   const budget = input.budget ?? new MatchBudget(MAX_PREVIEW_MATCH_STEPS);
   let before: AnalysisResult;

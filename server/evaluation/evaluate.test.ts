@@ -433,6 +433,56 @@ describe("rule 5: App approvals", () => {
   });
 });
 
+describe("the forge directory (.github on GitHub)", () => {
+  const GITHUB = { forgeDirectory: ".github", policyPath: ".github/service-policy.toml" };
+  const underGithub = (evidence: Evidence): Evidence => ({
+    ...evidence,
+    codeowners: { ".github/CODEOWNERS": found(".github/CODEOWNERS", "* @bob\n") },
+    repositoryPolicy: found(".github/service-policy.toml", (evidence.repositoryPolicy as { text: string }).text),
+  });
+  /** An App's approval of `paths` owned by @acme/docs in the root CODEOWNERS, both forge directories' first location missing. */
+  const appApproved = (paths: string[]): Evidence => {
+    const evidence = withReviews(withFiles(withCodeowners(withRepositoryPolicy(baseEvidence(), delegationPolicy(["**"])), "* @acme/docs\n"), paths), approve(BOT));
+    return { ...evidence, codeowners: { ".github/CODEOWNERS": { kind: "missing" }, ...evidence.codeowners } };
+  };
+  test("a .github/CODEOWNERS is the code-owners file under the forge directory .github", () => {
+    const decision = run(underGithub(withReviews(baseEvidence(), approve(USERS.bob))), GITHUB);
+    expect(outcome(decision)).toBe("success");
+    expect(decision.codeownersPath).toBe(".github/CODEOWNERS");
+    expect(decision.ownerSets.map((set) => set.owners)).toEqual([["@bob"]]);
+  });
+  test("under .github, a .forge/CODEOWNERS is not a code-owners location: the root CODEOWNERS is read after .github/CODEOWNERS", () => {
+    const evidence: Evidence = {
+      ...withReviews(baseEvidence(), approve(alice)),
+      codeowners: { ".github/CODEOWNERS": { kind: "missing" }, ".forge/CODEOWNERS": found(".forge/CODEOWNERS", "* @bob\n"), CODEOWNERS: found("CODEOWNERS", "* @alice\n") },
+    };
+    const decision = run(evidence, GITHUB);
+    expect(decision.codeownersPath).toBe("CODEOWNERS");
+    expect(outcome(decision)).toBe("success");
+  });
+  test("evidence read for another forge directory fails closed: its first location was not read", () => {
+    const decision = run(underGithub(withReviews(baseEvidence(), approve(USERS.bob))));
+    expect(outcome(decision)).toBe("failure");
+    expect(codes(decision)).toContain("codeowners_incomplete");
+  });
+  test("an App approval never counts on .github/workflows/** or .github/actions/** under .github, and does under .forge", () => {
+    const appOn = (path: string, overrides: Partial<EvaluationSettings>) => run(appApproved([path]), overrides);
+    for (const path of [".github/workflows/x.yml", ".github/actions/setup/action.yml"]) {
+      const github = appOn(path, { forgeDirectory: ".github" });
+      expect(outcome(github)).toBe("failure");
+      expect(github.ownerSets[0]!.nonDelegablePaths).toEqual([path]);
+      expect(outcome(appOn(path, {}))).toBe("success");
+    }
+    expect(outcome(appOn(".forge/workflows/x.yml", { forgeDirectory: ".github" }))).toBe("success");
+  });
+  test("the .github/CODEOWNERS file itself is non-delegable under .github", () => {
+    const decision = run(appApproved([".github/CODEOWNERS"]), { forgeDirectory: ".github" });
+    expect(outcome(decision)).toBe("failure");
+    expect(codes(decision)).not.toContain("codeowners_incomplete");
+    expect(decision.ownerSets[0]!.nonDelegablePaths).toEqual([".github/CODEOWNERS"]);
+  });
+});
+
 describe("rule 6: non-delegable paths", () => {
   const appOn = (files: string[], allowInsecureChanges = false) => {
     const evidence = withReviews(withFiles(withCodeowners(withRepositoryPolicy(baseEvidence(), delegationPolicy(["**"])), "* @acme/docs\n"), files), approve(BOT));

@@ -15,7 +15,7 @@
 // - Logins are compared case-insensitively (as on the forge); record keys may use any case.
 // - Changes are additive only: other modules build against this file.
 
-import { CODEOWNERS_PATHS } from "../policy/non-delegable.ts";
+import { codeownersLocations, DEFAULT_FORGE_DIRECTORY, defaultPolicyPath } from "../policy/forge-directory.ts";
 
 /** Why a list or fact is not available in full. */
 export type GapCause =
@@ -67,16 +67,21 @@ export type FileRead =
   | { readonly kind: "too_large"; readonly path: string; readonly bytes: number }
   | { readonly kind: "incomplete"; readonly cause: GapCause; readonly detail: string };
 
-/** The three standard code-owners locations, in precedence order (DESIGN 3.2 rule 1; the policy layer's list). */
-export const CODEOWNERS_LOCATIONS = CODEOWNERS_PATHS;
-export type CodeownersLocation = (typeof CODEOWNERS_LOCATIONS)[number];
+/**
+ * The three code-owners locations for a forge directory, in precedence order (DESIGN 3.2 rule 1, 3.13; the policy layer's
+ * list): `<forgeDirectory>/CODEOWNERS`, `CODEOWNERS`, `docs/CODEOWNERS`. The settings' forgeDirectory decides which apply.
+ */
+export { codeownersLocations };
+/** A code-owners location: one of codeownersLocations(settings.forgeDirectory). */
+export type CodeownersLocation = string;
 
 /**
  * What the fetcher saw at each code-owners location of the base commit, keyed by location. The fetcher may stop at the first
  * location that is not `missing`; evaluate() applies the precedence itself and fails closed when an earlier location is
- * absent from this record or incomplete (a later file must never win because an earlier read failed).
+ * absent from this record or incomplete (a later file must never win because an earlier read failed). Keys of another forge
+ * directory's locations are never read.
  */
-export type CodeownersEvidence = Partial<Record<CodeownersLocation, FileRead>>;
+export type CodeownersEvidence = Readonly<Record<CodeownersLocation, FileRead>>;
 
 export interface ForgeUser {
   readonly id: number;
@@ -220,12 +225,18 @@ export interface EvaluationSettings {
   readonly checkName: string;
   /** SERVICE_POLICY_PATH: the effective repository policy path (part of the built-in non-delegable set). */
   readonly policyPath: string;
+  /**
+   * SERVICE_FORGE_DIRECTORY: the forge's configuration directory in a repository (`.forge`, `.github` on GitHub), a valid one
+   * (forgeDirectoryProblem): the first code-owners location and the workflows and actions of the built-in non-delegable set.
+   */
+  readonly forgeDirectory: string;
   /** SERVICE_ALLOW_INSECURE_CHANGES: removes only the built-in non-delegable set (spec item 8). */
   readonly allowInsecureChanges: boolean;
 }
 
 export const DEFAULT_EVALUATION_SETTINGS: EvaluationSettings = Object.freeze({
   checkName: "Service / approval",
-  policyPath: ".forge/service-policy.toml",
+  policyPath: defaultPolicyPath(DEFAULT_FORGE_DIRECTORY),
+  forgeDirectory: DEFAULT_FORGE_DIRECTORY,
   allowInsecureChanges: false,
 });

@@ -99,7 +99,7 @@ describe("caches in use against the simulator", () => {
   afterEach(() => { sim.faults.clear(); });
   afterAll(async () => { await sim.stop(); });
 
-  const request = () => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" });
+  const request = () => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" });
   const options = { planLookups: (e: Parameters<typeof planLookups>[0], known: Parameters<typeof planLookups>[2]) => planLookups(e, DEFAULT_EVALUATION_SETTINGS, known) };
   const filesPath = () => `/repos/acme/web/pulls/${s.pullNumber}/files`;
   const filesRequested = () => sim.requests.filter((q) => q.path === filesPath()).length;

@@ -87,7 +87,7 @@ test("a full last page without a next link is proven complete by one more reques
   for (let i = 0; i < 100; i++) p.reviews.push({ id: 20_000_000 + i, userLogin: "alice", state: "COMMENTED", commitId: pr.headSha, body: "", submittedAt: "2026-01-01T00:00:00Z" });
   sim.requests.length = 0;
   const r = await clientFor(sim, s).gatherEvidence(
-    { installationId: s.installationId, owner: s.org, repo: s.repo, number: pr.number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
+    { installationId: s.installationId, owner: s.org, repo: s.repo, number: pr.number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" },
     { planLookups: () => ({ collaborators: [], organizationMemberships: [], teams: [], apps: [], botUsers: [] }) },
   );
   if (r.kind !== "gathered") throw new Error("unavailable");

@@ -17,7 +17,7 @@ afterAll(async () => { await sim.stop(); });
 async function evaluateNow(number = s.pullNumber) {
   const client = clientFor(sim, s);
   const result = await client.gatherEvidence(
-    { installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
+    { installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" },
     { planLookups: (e, known) => planLookups(e, DEFAULT_EVALUATION_SETTINGS, known) },
   );
   if (result.kind !== "gathered") throw new Error("pull request unavailable");

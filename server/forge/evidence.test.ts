@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterEach(() => { sim.faults.clear(); });
 afterAll(async () => { await sim.stop(); });
 
-const request = (number = s.pullNumber) => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" });
+const request = (number = s.pullNumber) => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" });
 const filesPath = (n = s.pullNumber) => `/repos/acme/web/pulls/${n}/files`;
 const reviewsPath = (n = s.pullNumber) => `/repos/acme/web/pulls/${n}/reviews`;
 

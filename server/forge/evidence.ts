@@ -10,7 +10,7 @@
 import { firstLineOf } from "../evaluation/break-glass.ts";
 import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
 import {
-  CODEOWNERS_LOCATIONS, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type HeadFiles, type Listed,
+  codeownersLocations, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type HeadFiles, type Listed,
   type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
 } from "../evaluation/evidence.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
@@ -40,6 +40,8 @@ export interface EvidenceRequest {
   number: number;
   /** SERVICE_POLICY_PATH */
   policyPath: string;
+  /** SERVICE_FORGE_DIRECTORY: where the first code-owners location is. */
+  forgeDirectory: string;
   /** SERVICE_ORGANIZATION_POLICY_REPOSITORY */
   organizationPolicyRepository: string;
 }
@@ -112,7 +114,7 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
   const [[files, ofHead], reviews, codeowners, repositoryPolicy, organizationPolicy, fromIndex] = await Promise.all([
     filesAndPulls,
     listReviews(t, request, call),
-    readCodeowners(t, caches.files, { ...base, ref: pr.baseSha }, call),
+    readCodeowners(t, caches.files, { ...base, ref: pr.baseSha }, request.forgeDirectory, call),
     readFile(t, caches.files, { ...base, path: request.policyPath, ref: pr.baseSha }, MAX_POLICY_FILE_BYTES, call),
     pr.repository.ownerType === "Organization"
       ? readAtDefaultBranchHead(t, caches.files, caches.heads, { installationId, owner, repo: request.organizationPolicyRepository, path: request.policyPath }, MAX_POLICY_FILE_BYTES, call, options.organizationPolicyReuse)
@@ -127,7 +129,7 @@ export async function gatherEvidence(t: Transport, caches: ForgeCaches, request:
   };
 
   // The change preview (issue 19 item 2): only when the pull request changes a policy file that matters, its head version.
-  const headFiles = files.complete ? await readHeadFiles(t, caches.files, { ...base, ref: pr.headSha }, files.items, codeowners, repositoryPolicy, request.policyPath, call) : null;
+  const headFiles = files.complete ? await readHeadFiles(t, caches.files, { ...base, ref: pr.headSha }, files.items, codeowners, repositoryPolicy, request, call) : null;
 
   const partial: Omit<Evidence, "directory"> = {
     evidenceVersion: 1,
@@ -218,9 +220,9 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
 }
 
 /** Reads the code-owners locations in precedence order, stopping at the first that is not missing (DESIGN 3.2 rule 1). */
-async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string }, call: CallOptions): Promise<CodeownersEvidence> {
-  const result: Partial<Record<(typeof CODEOWNERS_LOCATIONS)[number], FileRead>> = {};
-  for (const path of CODEOWNERS_LOCATIONS) {
+async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string }, forgeDirectory: string, call: CallOptions): Promise<CodeownersEvidence> {
+  const result: Record<string, FileRead> = {};
+  for (const path of codeownersLocations(forgeDirectory)) {
     const read = await readFile(t, cache, { ...at, path }, MAX_CODEOWNERS_BYTES - 1, call);
     result[path] = read;
     if (read.kind !== "missing") break;
@@ -236,13 +238,14 @@ async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { i
  */
 async function readHeadFiles(
   t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string },
-  files: readonly ChangedFile[], baseCodeowners: CodeownersEvidence, basePolicy: FileRead, policyPath: string, call: CallOptions,
+  files: readonly ChangedFile[], baseCodeowners: CodeownersEvidence, basePolicy: FileRead, where: { policyPath: string; forgeDirectory: string }, call: CallOptions,
 ): Promise<HeadFiles | null> {
-  const needed = headReadsNeeded(files, baseCodeowners, policyPath);
+  const needed = headReadsNeeded(files, baseCodeowners, where);
   if (needed === null) return null;
+  const { policyPath } = where;
   const changed = changedPaths(files);
-  const codeowners: Partial<Record<(typeof CODEOWNERS_LOCATIONS)[number], FileRead>> = {};
-  for (const path of CODEOWNERS_LOCATIONS) {
+  const codeowners: Record<string, FileRead> = {};
+  for (const path of codeownersLocations(where.forgeDirectory)) {
     const kept = changed.has(path) ? undefined : baseCodeowners[path];
     const read = kept ?? (await readFile(t, cache, { ...at, path }, MAX_CODEOWNERS_BYTES - 1, call));
     codeowners[path] = read;

@@ -48,7 +48,7 @@ test("a caller's deadline aborts a request as a retryable failure", async () => 
 test("a rate limit on a directory lookup marks it incomplete and reports the provider delay", async () => {
   sim.injectFault({ kind: "rate_limit", status: 429, path: "/orgs/acme/teams/core", retryAfterSeconds: 77 });
   const r = await clientFor(sim, s).gatherEvidence(
-    { installationId: s.installationId, owner: "acme", repo: "web", number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
+    { installationId: s.installationId, owner: "acme", repo: "web", number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" },
     { planLookups: fixturePlan },
   );
   sim.faults.clear();

@@ -41,7 +41,7 @@ afterAll(async () => { await sim.stop(); });
 
 const evidence = async (client: ForgeClient) => {
   const r = await client.gatherEvidence(
-    { installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" },
+    { installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" },
     { planLookups: fixturePlan },
   );
   if (r.kind !== "gathered") throw new Error(`expected evidence, got ${r.kind}`);

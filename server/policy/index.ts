@@ -3,7 +3,8 @@ export * from "./bounds.ts";
 export { parseCodeowners, ownerKind, type CodeownersError, type CodeownersMatch, type CodeownersRule, type OwnerKind, type ParsedCodeowners } from "./codeowners.ts";
 export { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 export { compilePattern, literalPathPattern, type CompiledPattern, type PatternResult } from "./pattern.ts";
-export { nonDelegableSet, builtInNonDelegablePatterns, CODEOWNERS_PATHS, BUILT_IN_NON_DELEGABLE_PATTERNS, type NonDelegableSet } from "./non-delegable.ts";
+export { nonDelegableSet, builtInNonDelegablePatterns, type NonDelegableSet } from "./non-delegable.ts";
+export { codeownersLocations, defaultPolicyPath, DEFAULT_FORGE_DIRECTORY, forgeDirectoryNonDelegablePatterns, forgeDirectoryProblem, MAX_FORGE_DIRECTORY_LENGTH } from "./forge-directory.ts";
 export {
   breakGlassSettings,
   parseOrganizationPolicy,

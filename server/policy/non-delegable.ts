@@ -1,16 +1,15 @@
 // The non-delegable set (DESIGN 3.2 rule 6, spec item 7): paths on which an App approval can never replace an eligible human.
 // Built-in part: the three code-owners locations, the effective policy path, `/<slug>.toml` of every enrolled App (DESIGN 3.6:
-// every enrolled App, not only those that reviewed), `.forge/workflows/**`, `.forge/actions/**`.
+// every enrolled App, not only those that reviewed), `<forge directory>/workflows/**`, `<forge directory>/actions/**`.
 // Organization part: `guardrails.non_delegable_paths`. SERVICE_ALLOW_INSECURE_CHANGES removes only the built-in part.
+import { codeownersLocations, forgeDirectoryNonDelegablePatterns } from "./forge-directory.ts";
 import type { MatchBudget } from "./match-budget.ts";
 import { compilePattern, literalPathPattern, type CompiledPattern } from "./pattern.ts";
 import { PatternIndex } from "./rule-index.ts";
 
-/** The three standard code-owners locations, in precedence order (DESIGN 3.2 rule 1): the one list the service reads by. */
-export const CODEOWNERS_PATHS = [".forge/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] as const;
-export const BUILT_IN_NON_DELEGABLE_PATTERNS = ["/.forge/workflows/**", "/.forge/actions/**"] as const;
-
 export interface NonDelegableInput {
+  /** The forge's configuration directory (forge-directory.ts): its code-owners file, workflows and actions are built in. */
+  readonly forgeDirectory: string;
   readonly policyPath: string;
   readonly enrolledAppSlugs: readonly string[];
   /** Organization guardrail patterns, already validated (invalid ones make the organization policy invalid). */
@@ -24,20 +23,21 @@ export interface NonDelegableSet {
   isNonDelegable(path: string): boolean;
 }
 
-export function builtInNonDelegablePatterns(policyPath: string, enrolledAppSlugs: readonly string[]): CompiledPattern[] {
-  const patterns: CompiledPattern[] = CODEOWNERS_PATHS.map((path) => literalPathPattern(path));
+export function builtInNonDelegablePatterns(forgeDirectory: string, policyPath: string, enrolledAppSlugs: readonly string[]): CompiledPattern[] {
+  const patterns: CompiledPattern[] = codeownersLocations(forgeDirectory).map((path) => literalPathPattern(path));
   patterns.push(literalPathPattern(policyPath));
   for (const slug of enrolledAppSlugs) patterns.push(literalPathPattern(`${slug}.toml`));
-  for (const source of BUILT_IN_NON_DELEGABLE_PATTERNS) {
+  for (const source of forgeDirectoryNonDelegablePatterns(forgeDirectory)) {
     const compiled = compilePattern(source);
-    if (compiled.ok) patterns.push(compiled.pattern);
+    // A directory that is not a valid segment (config and the callers refuse one) still protects something: everything.
+    patterns.push(compiled.ok ? compiled.pattern : literalPathPattern(""));
   }
   return patterns;
 }
 
 /** The set in force; its matching work is spent from `budget` when one is given (the evaluation's, see analyze.ts). */
 export function nonDelegableSet(input: NonDelegableInput, budget?: MatchBudget): NonDelegableSet {
-  const patterns: CompiledPattern[] = input.allowInsecureChanges ? [] : builtInNonDelegablePatterns(input.policyPath, input.enrolledAppSlugs);
+  const patterns: CompiledPattern[] = input.allowInsecureChanges ? [] : builtInNonDelegablePatterns(input.forgeDirectory, input.policyPath, input.enrolledAppSlugs);
   for (const source of input.guardrails) {
     const compiled = compilePattern(source);
     // An invalid guardrail cannot be honoured precisely: treat everything as non-delegable rather than nothing (fail closed).

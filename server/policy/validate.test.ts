@@ -9,11 +9,12 @@ const POLICY = ".forge/service-policy.toml";
 const ENABLED = "schema_version = 1\nenabled = true\n";
 const ORGANIZATION = 'schema_version = 1\n[[trusted_apps]]\nslug = "docs-bot"\napp_id = 7\n[guardrails]\nnon_delegable_paths = ["deploy/**"]\n';
 
-function run(options: { codeowners?: string | ValidatedFile[]; policy?: string | null; organization?: string; tree?: string[]; matchSteps?: number } = {}) {
+function run(options: { codeowners?: string | ValidatedFile[]; policy?: string | null; organization?: string; tree?: string[]; matchSteps?: number; forgeDirectory?: string } = {}) {
   const codeowners = options.codeowners === undefined ? [{ path: "CODEOWNERS", text: "* @acme/core\n" }] : typeof options.codeowners === "string" ? [{ path: "CODEOWNERS", text: options.codeowners }] : options.codeowners;
   const input: ValidationInput = {
     codeowners,
     codeownersLocations: LOCATIONS,
+    forgeDirectory: options.forgeDirectory ?? ".forge",
     repositoryPolicy: options.policy === null ? null : { path: POLICY, text: options.policy ?? ENABLED },
     organizationPolicy: options.organization === undefined ? null : { path: "org.toml", text: options.organization },
     policyPath: POLICY,
@@ -222,7 +223,7 @@ describe("policy findings", () => {
 
   test("a policy over the size bound is a bound finding with the parser's message, read or not", () => {
     const big = ENABLED + "#".repeat(MAX_POLICY_FILE_BYTES);
-    for (const findings of [run({ policy: big }).findings, validate({ codeowners: [], codeownersLocations: LOCATIONS, repositoryPolicy: { path: POLICY, bytes: 70_000 }, organizationPolicy: null, policyPath: POLICY, tree: null }).findings.filter((f) => f.file === POLICY)]) {
+    for (const findings of [run({ policy: big }).findings, validate({ codeowners: [], codeownersLocations: LOCATIONS, forgeDirectory: ".forge", repositoryPolicy: { path: POLICY, bytes: 70_000 }, organizationPolicy: null, policyPath: POLICY, tree: null }).findings.filter((f) => f.file === POLICY)]) {
       expect(findings.map(brief)).toEqual([{ kind: "bound_exceeded", severity: "error", file: POLICY, line: null }]);
       expect(findings[0]!.message).toMatch(new RegExp(`^file: policy file is \\d+ bytes; the limit is ${MAX_POLICY_FILE_BYTES}$`));
     }
@@ -249,6 +250,14 @@ describe("policy findings", () => {
       [5, `delegations[0].paths[1] '**/*.toml' covers non-delegable paths, where an approval by docs-bot never counts: ${POLICY}, docs-bot.toml`],
       [5, "delegations[0].paths[2] 'deploy/**' covers non-delegable paths, where an approval by docs-bot never counts: deploy/run.sh"],
     ]);
+  });
+
+  test("the forge directory's workflows and actions are non-delegable: .github's under .github, not under .forge", () => {
+    const policy = `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["/.github/**"]\n`;
+    const tree = [".github/workflows/ci.yml", ".github/actions/setup/action.yml", ".github/dependabot.yml"];
+    const under = (forgeDirectory: string) => run({ policy, organization: ORGANIZATION, tree, forgeDirectory }).findings.filter((f) => f.kind === "delegation_non_delegable").map((f) => f.message);
+    expect(under(".github")).toEqual(["delegations[0].paths[0] '/.github/**' covers non-delegable paths, where an approval by docs-bot never counts: .github/workflows/ci.yml, .github/actions/setup/action.yml"]);
+    expect(under(".forge")).toEqual([]);
   });
 
   test("without a tree a delegation of everything is still seen covering the code-owners file and the policy", () => {

@@ -84,12 +84,14 @@ export type ValidatedFile =
   | { readonly path: string; readonly unreadable: string };
 
 export interface ValidationInput {
-  /** The code-owners files that exist, in the service's precedence order (CODEOWNERS_LOCATIONS): the service reads the first. */
+  /** The code-owners files that exist, in the service's precedence order (codeownersLocations): the service reads the first. */
   readonly codeowners: readonly ValidatedFile[];
   /** Every location looked at, for the notice when there is no file. */
   readonly codeownersLocations: readonly string[];
   readonly repositoryPolicy: ValidatedFile | null;
   readonly organizationPolicy: ValidatedFile | null;
+  /** SERVICE_FORGE_DIRECTORY: its code-owners file, workflows and actions are part of the non-delegable set. */
+  readonly forgeDirectory: string;
   /** The repository policy's path in the repository (SERVICE_POLICY_PATH), part of the non-delegable set. */
   readonly policyPath: string;
   /** The tree's paths (`git ls-files`), enabling the tree checks; null when not given. */
@@ -305,7 +307,7 @@ function checkDelegations(
     });
   }
   const slugs = trustedApps.map((app) => app.slug);
-  const nonDelegable = nonDelegableSet({ policyPath: input.policyPath, enrolledAppSlugs: slugs, guardrails: organization?.policy.guardrails?.non_delegable_paths ?? [], allowInsecureChanges: false }, budget);
+  const nonDelegable = nonDelegableSet({ forgeDirectory: input.forgeDirectory, policyPath: input.policyPath, enrolledAppSlugs: slugs, guardrails: organization?.policy.guardrails?.non_delegable_paths ?? [], allowInsecureChanges: false }, budget);
   // Paths that exist: the tree, or without one the code-owners files and the policy found (a delegation of `**` covers them).
   const candidates = new Set(tree ?? [...input.codeowners.map((file) => file.path), input.policyPath]);
   const protectedPaths = [...candidates].filter((path) => nonDelegable.isNonDelegable(path));

@@ -116,7 +116,7 @@ export function buildDecisionRecord(decision: Decision, evidence: Evidence, fact
     reasons: decision.reasons.map((reason) => reason.code),
     published_at: new Date(facts.publishedAtMs).toISOString(),
     service: facts.service,
-    settings: { check_name: facts.settings.checkName, policy_path: facts.settings.policyPath, allow_insecure_changes: facts.settings.allowInsecureChanges },
+    settings: { check_name: facts.settings.checkName, policy_path: facts.settings.policyPath, forge_directory: facts.settings.forgeDirectory, allow_insecure_changes: facts.settings.allowInsecureChanges },
     codeowners,
     repository_policy: fileOf(evidence.repositoryPolicy),
     organization_policy: organizationPolicy === null ? null : {

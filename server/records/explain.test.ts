@@ -18,6 +18,14 @@ describe("a record in plain words", () => {
     expect(text).not.toContain("NOT CONFIRMED");
   });
 
+  test("a decision names the forge directory it was evaluated under; an older record without one, .forge", () => {
+    const record = approved();
+    expect(describeDecisionRecord(record)).toContain("  forge directory: .forge");
+    expect(describeDecisionRecord({ ...record, settings: { ...record.settings!, forge_directory: ".github" } })).toContain("  forge directory: .github");
+    const { settings: _settings, ...older } = record;
+    expect(describeDecisionRecord(older)).toContain("  forge directory: .forge (recorded before the directory was a setting)");
+  });
+
   test("an unconfirmed record says the check may not have reached the forge", () => {
     expect(describeDecisionRecord({ ...approved(), confirmed: false }).join("\n")).toContain("NOT CONFIRMED: written before the check write and never confirmed after it; the check may not have reached the forge");
   });

@@ -1,7 +1,7 @@
 // Decision and merge records in plain words (`service history`, issue 28 item 3): who approved what, on which commit, under
 // which CODEOWNERS path and blob; an unconfirmed record said as such; an unapproved merge said plainly. Lines of text only:
 // the command passes each through visible() (logins, paths and titles may hold terminal escapes).
-import type { DecisionRecord, HistoryRecord, MergeRecord, RecordedApproval, RecordedFile } from "./schema.ts";
+import { type DecisionRecord, type HistoryRecord, type MergeRecord, type RecordedApproval, type RecordedFile, recordedForgeDirectory } from "./schema.ts";
 
 /** Per owner set, at most this many paths are listed (the record and `--json` have them all). */
 export const LISTED_PATHS_PER_SET = 10;
@@ -33,6 +33,7 @@ export function describeDecisionRecord(record: DecisionRecord): string[] {
   lines.push(`  head ${record.head_sha}, base ${record.base_sha}, check run ${record.check_run_id ?? "unknown"}`);
   lines.push(`  title: ${record.title}`);
   lines.push(`  by service ${record.service.version}${record.service.revision === null ? "" : ` (revision ${record.service.revision})`}`);
+  lines.push(`  forge directory: ${recordedForgeDirectory(record)}${record.settings?.forge_directory === undefined ? " (recorded before the directory was a setting)" : ""}`);
   lines.push(`  ${file("CODEOWNERS", record.codeowners)}`);
   lines.push(`  ${file("repository policy", record.repository_policy)}`);
   const org = record.organization_policy;

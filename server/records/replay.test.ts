@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_EVALUATION_SETTINGS, type FileRead } from "../evaluation/evidence.ts";
 import { evaluate } from "../evaluation/evaluate.ts";
-import { approve, baseEvidence, BOT, delegationPolicy, USERS, withCodeowners, withFiles, withRepositoryPolicy, withReviews } from "../evaluation/evidence-fixture.ts";
+import { approve, baseEvidence, BOT, delegationPolicy, ENABLED_POLICY, found, USERS, withCodeowners, withFiles, withRepositoryPolicy, withReviews } from "../evaluation/evidence-fixture.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { recordFixture } from "./record-fixture.ts";
-import { type BlobLocation, type ReadBlob, replayRecord } from "./replay.ts";
+import { type BlobLocation, type ReadBlob, replayRecord, replaySettings } from "./replay.ts";
 import type { DecisionRecord } from "./schema.ts";
 
 /** A forge holding `blobs`: what it was asked for, and the files' texts. */
@@ -126,10 +126,10 @@ describe("replay of a decision record", () => {
   test("a record replays under the settings it was written with (check name, policy path, insecure changes), not today's", async () => {
     // The policy file is non-delegable unless SERVICE_ALLOW_INSECURE_CHANGES: the App's approval counts for it only then.
     const evidence = withReviews(withRepositoryPolicy(withCodeowners(withFiles(baseEvidence(), [".forge/service-policy.toml"]), "* @alice\n"), delegationPolicy(["**"])), approve(BOT));
-    const then = { checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", allowInsecureChanges: true };
+    const then = { checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", allowInsecureChanges: true };
     const { record, blobs } = recordFixture(evidence, { settings: then });
     expect(record.conclusion).toBe("success");
-    expect(record.settings).toEqual({ check_name: "Legacy / owners", policy_path: ".forge/service-policy.toml", allow_insecure_changes: true });
+    expect(record.settings).toEqual({ check_name: "Legacy / owners", policy_path: ".forge/service-policy.toml", forge_directory: ".forge", allow_insecure_changes: true });
     const today = { ...DEFAULT_EVALUATION_SETTINGS, allowInsecureChanges: false };
     expect(evaluate(recordFixture(evidence).evidence, today).conclusion).toBe("failure");
     expect((await replayRecord(record, today, forgeOf(blobs).readBlob)).kind).toBe("same");
@@ -142,6 +142,39 @@ describe("replay of a decision record", () => {
     expect((await replayRecord(older, { ...DEFAULT_EVALUATION_SETTINGS, allowInsecureChanges: true }, forgeOf(blobs).readBlob)).kind).toBe("same");
     const outcome = await replayRecord(older, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
     expect(outcome.kind === "different" && outcome.differences).toContain("conclusion: recorded success, today failure");
+  });
+
+  test("a record made under the forge directory .github replays under .github, whatever today's directory, reading .github/CODEOWNERS", async () => {
+    const github = { ...DEFAULT_EVALUATION_SETTINGS, forgeDirectory: ".github", policyPath: ".github/service-policy.toml" };
+    const base = withReviews(withFiles(baseEvidence(), [".github/workflows/x.yml"]), approve(USERS.bob));
+    const evidence = { ...base, codeowners: { ".github/CODEOWNERS": found(".github/CODEOWNERS", "* @bob\n") }, repositoryPolicy: found(".github/service-policy.toml", ENABLED_POLICY) };
+    const { record, blobs } = recordFixture(evidence, { settings: github });
+    expect(record.conclusion).toBe("success");
+    expect(record.settings?.forge_directory).toBe(".github");
+    expect(record.codeowners?.path).toBe(".github/CODEOWNERS");
+    const forge = forgeOf(blobs);
+    expect((await replayRecord(record, DEFAULT_EVALUATION_SETTINGS, forge.readBlob)).kind).toBe("same");
+    expect(forge.asked.map((at) => at.path)).toContain(".github/CODEOWNERS");
+    // Under .forge the same inputs would fail closed (.forge/CODEOWNERS was never read): replay did not use today's directory.
+    expect(evaluate(recordFixture(evidence).evidence, DEFAULT_EVALUATION_SETTINGS).conclusion).toBe("failure");
+  });
+
+  test("a record without a recorded forge directory replays under .forge, whatever today's directory", async () => {
+    const { record: whole, blobs } = recordFixture(approved());
+    const { forge_directory: _directory, ...older } = whole.settings!;
+    const record = { ...whole, settings: older };
+    expect(replaySettings(record, { ...DEFAULT_EVALUATION_SETTINGS, forgeDirectory: ".github" }).forgeDirectory).toBe(".forge");
+    const { settings: _settings, ...oldest } = whole;
+    expect(replaySettings(oldest, { ...DEFAULT_EVALUATION_SETTINGS, forgeDirectory: ".github" }).forgeDirectory).toBe(".forge");
+    expect((await replayRecord(record, { ...DEFAULT_EVALUATION_SETTINGS, forgeDirectory: ".github" }, forgeOf(blobs).readBlob)).kind).toBe("same");
+  });
+
+  test("a record naming a forge directory the service refuses cannot be replayed", async () => {
+    const { record, blobs } = recordFixture(approved());
+    for (const bad of ["..", "a/b", ""]) {
+      const outcome = await replayRecord({ ...record, settings: { ...record.settings!, forge_directory: bad } }, DEFAULT_EVALUATION_SETTINGS, forgeOf(blobs).readBlob);
+      expect(outcome.kind === "cannot_replay" && outcome.why).toMatch(/^the record's forge directory is not one the service accepts/);
+    }
   });
 
   test("the policy path is the one the record read, not today's setting", async () => {

@@ -5,11 +5,12 @@
 // No Bun, Node, database, forge or clock import: the caller supplies the blob reader.
 import { evaluate } from "../evaluation/evaluate.ts";
 import type { Decision } from "../evaluation/decision.ts";
-import { CODEOWNERS_LOCATIONS, type CodeownersEvidence, type EvaluationSettings, type Evidence, type FileRead } from "../evaluation/evidence.ts";
+import { codeownersLocations, type CodeownersEvidence, type EvaluationSettings, type Evidence, type FileRead } from "../evaluation/evidence.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
+import { forgeDirectoryProblem } from "../policy/forge-directory.ts";
 import { buildDecisionRecord } from "./build.ts";
 import type { DecisionRecordBody } from "./codec.ts";
-import type { DecisionRecord, RecordedFileRead, RecordedOwnerSet } from "./schema.ts";
+import { type DecisionRecord, recordedForgeDirectory, type RecordedFileRead, type RecordedOwnerSet } from "./schema.ts";
 
 /** Which repository a recorded file is read from: the record's own, or the organization policy repository. */
 export interface BlobLocation {
@@ -67,15 +68,19 @@ async function resolve(read: RecordedFileRead, at: { owner: string; repo: string
 
 /**
  * The Evidence evaluate() was given, rebuilt from the record: every recorded file read again at its blob SHA (each bounded
- * like the service's own reads), everything else as recorded. A string says why it cannot be rebuilt.
+ * like the service's own reads), everything else as recorded; the code-owners locations are those of the record's forge
+ * directory. A string says why it cannot be rebuilt.
  */
 export async function rebuildEvidence(record: DecisionRecord, readBlob: ReadBlob): Promise<Evidence | string> {
   if (record.inputs === null) return "the record was summarised without its inputs (it was over the record bound), so it cannot be replayed";
   if (record.summarised !== null && !record.summarised.replayable) return "the record was summarised and says it cannot be replayed";
+  const forgeDirectory = recordedForgeDirectory(record);
+  const problem = forgeDirectoryProblem(forgeDirectory);
+  if (problem !== null) return `the record's forge directory is not one the service accepts: it ${problem}`;
   const inputs = record.inputs;
   const repository = locationOf(record, "repository");
   const codeowners: Record<string, FileRead> = {};
-  for (const location of CODEOWNERS_LOCATIONS) {
+  for (const location of codeownersLocations(forgeDirectory)) {
     const read = inputs.codeowners[location];
     if (read === undefined) continue;
     // The service reads a code-owners file only when it is under MAX_CODEOWNERS_BYTES (server/forge/evidence.ts).
@@ -92,16 +97,18 @@ export async function rebuildEvidence(record: DecisionRecord, readBlob: ReadBlob
 
 /**
  * The settings a replay evaluates with: those the record was written under (its `settings`), so a changed
- * SERVICE_CHECK_NAME, SERVICE_POLICY_PATH or SERVICE_ALLOW_INSECURE_CHANGES does not change what is replayed. A record written
- * before they were recorded: today's, with the policy path the record read its repository policy at.
+ * SERVICE_CHECK_NAME, SERVICE_POLICY_PATH, SERVICE_FORGE_DIRECTORY or SERVICE_ALLOW_INSECURE_CHANGES does not change what is
+ * replayed. A record written before they were recorded: today's, with the policy path the record read its repository policy
+ * at. The forge directory is always the record's (recordedForgeDirectory: `.forge` before it was recorded).
  */
 export function replaySettings(record: DecisionRecord, today: EvaluationSettings): EvaluationSettings {
+  const forgeDirectory = recordedForgeDirectory(record);
   if (record.settings !== undefined) {
-    return { checkName: record.settings.check_name, policyPath: record.settings.policy_path, allowInsecureChanges: record.settings.allow_insecure_changes };
+    return { checkName: record.settings.check_name, policyPath: record.settings.policy_path, forgeDirectory, allowInsecureChanges: record.settings.allow_insecure_changes };
   }
   const policy = record.inputs?.repositoryPolicy;
   const policyPath = policy !== undefined && (policy.kind === "found" || policy.kind === "too_large") ? policy.path : (record.repository_policy?.path ?? today.policyPath);
-  return { ...today, policyPath };
+  return { ...today, policyPath, forgeDirectory };
 }
 
 /** An owner set's facts replay compares (the record's fields). */

@@ -6,6 +6,7 @@
 
 import type { ReasonCode } from "../evaluation/decision.ts";
 import type { CodeownersLocation, Evidence, FileRead } from "../evaluation/evidence.ts";
+import { DEFAULT_FORGE_DIRECTORY } from "../policy/forge-directory.ts";
 
 export const RECORD_SCHEMA_VERSION = 1 as const;
 
@@ -84,7 +85,7 @@ export type RecordedFileRead =
  * text replaced by its blob SHA. Reviews, the changed-files list and directory facts are kept as answered.
  */
 export type RecordedInputs = Omit<Evidence, "codeowners" | "repositoryPolicy" | "organizationPolicy" | "headFiles"> & {
-  readonly codeowners: Partial<Record<CodeownersLocation, RecordedFileRead>>;
+  readonly codeowners: Readonly<Record<CodeownersLocation, RecordedFileRead>>;
   readonly repositoryPolicy: RecordedFileRead;
   readonly organizationPolicy: RecordedFileRead;
 };
@@ -98,8 +99,18 @@ export interface RecordedSettings {
   readonly check_name: string;
   /** SERVICE_POLICY_PATH. */
   readonly policy_path: string;
+  /**
+   * SERVICE_FORGE_DIRECTORY. Added within schema version 1: absent from records written before the directory was a setting,
+   * which were all evaluated under `.forge` (recordedForgeDirectory).
+   */
+  readonly forge_directory?: string;
   /** SERVICE_ALLOW_INSECURE_CHANGES. */
   readonly allow_insecure_changes: boolean;
+}
+
+/** The forge directory a decision was evaluated under: the recorded one, `.forge` for a record from before it was recorded. */
+export function recordedForgeDirectory(record: Pick<DecisionRecord, "settings">): string {
+  return record.settings?.forge_directory ?? DEFAULT_FORGE_DIRECTORY;
 }
 
 export interface DecisionRecord {

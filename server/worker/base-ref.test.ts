@@ -36,7 +36,7 @@ describe.each(BACKENDS)("base-ref work on %s", (backend) => {
     const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: "Service / approval", logger: log, governor: createGovernor(DEFAULT_GOVERNOR_SETTINGS) });
     const ctx: WorkerContext = {
       store, forge, metrics: createMetrics(), log, now: () => Date.now(), workerId: "w", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, forgeDirectory: ".forge", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
     };
     const repo = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
     return { scenario, repo, ctx, lines };

@@ -60,7 +60,7 @@ describe.each(BACKENDS)("decision records of published checks on %s", (backend) 
     const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: "Service / approval", logger: log });
     const ctx: WorkerContext = {
       store, forge, metrics: createMetrics(), log, now: () => Date.now(), workerId: "w", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, forgeDirectory: ".forge", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
     };
     const repo = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
     const pull = { number: scenario.pullNumber, headSha: scenario.headSha };
@@ -120,7 +120,7 @@ describe.each(BACKENDS)("decision records of published checks on %s", (backend) 
     // The sets in order of their owners: src/ (@acme/core @bob), then docs/ (@acme/docs @alice).
     expect(satisfied).toEqual([by("dave", reviews.dave, "team_membership", "@acme/core"), by(`${scenario.botSlug}[bot]`, reviews.bot, "app_delegation", scenario.botSlug)]);
     expect(success.inputs?.reviews).toMatchObject({ complete: true });
-    expect(success.settings).toEqual({ check_name: "Service / approval", policy_path: POLICY_PATH, allow_insecure_changes: false });
+    expect(success.settings).toEqual({ check_name: "Service / approval", policy_path: POLICY_PATH, forge_directory: ".forge", allow_insecure_changes: false });
   }, 30_000);
 
   test("a republication of the same result on the same head and generation writes no second record; the unchanged check writes none", async () => {

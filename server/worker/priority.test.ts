@@ -41,7 +41,7 @@ describe.each(BACKENDS)("forge request priority of worker jobs on %s", (backend)
     const forge = createForgeClient({ apiUrl: sim.url, appId: scenario.appId, privateKey: scenario.privateKey, requestTimeoutMs: 5_000, checkName: "Service / approval", logger: log, governor });
     const ctx: WorkerContext = {
       store, forge, metrics: createMetrics(), log, now: () => Date.now(), workerId: "w", guardTimeoutMs: 5_000, resetTimeoutMs: 5_000,
-      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { checkName: "Service / approval", policyPath: POLICY_PATH, forgeDirectory: ".forge", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
     };
     const repo = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
     /** Claims the next row (it must be of `kind`), runs `handler` on it, completes it, and returns what the governor was asked. */

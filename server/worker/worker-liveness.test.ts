@@ -13,7 +13,7 @@ function workerWith(execute: () => Promise<unknown>) {
     {
       store, forge: {} as ForgeClient, metrics: createMetrics(), log: pino({ level: "silent" }), now: () => now, workerId: "w",
       guardTimeoutMs: 1_000, resetTimeoutMs: 1_000,
-      settings: { checkName: "c", policyPath: ".forge/service-policy.toml", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
+      settings: { checkName: "c", policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", allowInsecureChanges: false, organizationPolicyRepository: ".forge" },
     },
     { concurrency: 2, leaseMs: 3_000, pollMs: 5, retryCapSeconds: 1, drainMs: 50, jobDeadlineMs: 60_000 },
   );

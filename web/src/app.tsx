@@ -1,7 +1,8 @@
 // The policy playground (issue 10): every input on the left, the explanation of the engine's Decision on the right. The
 // whole state lives in the URL fragment; nothing is sent anywhere.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { CODEOWNERS_LOCATIONS, type CodeownersLocation, type Evidence } from "../../server/evaluation/evidence.ts";
+import { codeownersLocations, type CodeownersLocation, type Evidence } from "../../server/evaluation/evidence.ts";
+import { forgeDirectoryProblem } from "../../server/policy/forge-directory.ts";
 import { decodeState } from "./codec.ts";
 import { DirectoryInputs } from "./directory-inputs.tsx";
 import { ExplanationView } from "./explanation.tsx";
@@ -16,6 +17,7 @@ import {
   foundFile,
   withChangePreview,
   withCodeownersAt,
+  withForgeDirectory,
   withHeadCodeownersAt,
   withoutChangePreview,
   withRepositoryPolicy,
@@ -25,16 +27,39 @@ import { useExplanation } from "./use-explanation.ts";
 
 const FRAGMENT_DELAY_MS = 50;
 
-/** Where the code-owners file sits, or none: the service's own precedence list. */
-function CodeownersLocationSelect(props: { label: string; value: CodeownersLocation | null; onChange: (location: CodeownersLocation | null) => void }) {
+/** Where the code-owners file sits, or none: the service's own precedence list for the forge directory. */
+function CodeownersLocationSelect(props: { label: string; forgeDirectory: string; value: CodeownersLocation | null; onChange: (location: CodeownersLocation | null) => void }) {
   return (
     <label>
       Location{" "}
       <select aria-label={props.label} value={props.value ?? "none"} onChange={(event) => props.onChange(event.target.value === "none" ? null : (event.target.value as CodeownersLocation))}>
-        {CODEOWNERS_LOCATIONS.map((l) => <option key={l} value={l}>{l}</option>)}
+        {codeownersLocations(props.forgeDirectory).map((l) => <option key={l} value={l}>{l}</option>)}
         <option value="none">no code-owners file</option>
       </select>
     </label>
+  );
+}
+
+/**
+ * SERVICE_FORGE_DIRECTORY: applied once the text is a directory the service accepts (the code-owners file read at the old
+ * directory moves with it); until then the refusal is shown and the decision stays under the last valid one.
+ */
+function ForgeDirectoryInput(props: { value: string; onChange: (forgeDirectory: string) => void }) {
+  const [draft, setDraft] = useState(props.value);
+  useEffect(() => setDraft(props.value), [props.value]);
+  const problem = forgeDirectoryProblem(draft);
+  return (
+    <>
+      <label>
+        Forge directory{" "}
+        <input aria-label="Forge directory" aria-invalid={problem !== null} spellCheck={false} value={draft} onChange={(event) => {
+          setDraft(event.target.value);
+          if (forgeDirectoryProblem(event.target.value) === null) props.onChange(event.target.value);
+        }} />{" "}
+        <span className="muted">(SERVICE_FORGE_DIRECTORY: .forge, or .github on GitHub)</span>
+      </label>
+      {problem !== null ? <p className="warn" role="status" data-testid="forge-directory-problem">The forge directory {problem}; the decision uses {props.value}.</p> : null}
+    </>
   );
 }
 
@@ -110,13 +135,14 @@ export function App() {
   const showLine = useCallback((line: number) => setHighlight((h) => ({ line, n: (h?.n ?? 0) + 1 })), []);
   const showHeadLine = useCallback((line: number) => setHeadHighlight((h) => ({ line, n: (h?.n ?? 0) + 1 })), []);
 
-  const file = codeownersFile(state.evidence);
+  const forgeDirectory = state.settings.forgeDirectory;
+  const file = codeownersFile(state.evidence, forgeDirectory);
   const location = file?.location ?? null;
   const codeownersText = file !== null ? fileText(file.read) : "";
   const marks = (explanation?.codeowners.errors ?? []).map((e) => ({ line: e.line, message: e.message }));
   // The second CODEOWNERS: the head's, shown only while the change preview is on (evidence.headFiles).
   const head = state.evidence.headFiles;
-  const headFile = head === undefined ? null : codeownersIn(head.codeowners);
+  const headFile = head === undefined ? null : codeownersIn(head.codeowners, forgeDirectory);
   const headLocation = headFile?.location ?? null;
   const headText = headFile !== null ? fileText(headFile.read) : "";
   const preview = explanation?.preview ?? null;
@@ -173,11 +199,12 @@ export function App() {
         <div className="inputs">
           <section aria-labelledby="h-codeowners">
             <h2 id="h-codeowners">CODEOWNERS</h2>
-            <CodeownersLocationSelect label="CODEOWNERS location" value={location} onChange={(at) => update((e) => withCodeownersAt(e, at, codeownersText))} />
+            <ForgeDirectoryInput value={forgeDirectory} onChange={(directory) => setState((s) => withForgeDirectory(s, directory))} />
+            <CodeownersLocationSelect label="CODEOWNERS location" forgeDirectory={forgeDirectory} value={location} onChange={(at) => update((e) => withCodeownersAt(e, at, codeownersText, forgeDirectory))} />
             {file !== null && file.read.kind === "found" ? (
-              <LineEditor id="codeowners" label="CODEOWNERS" value={codeownersText} onChange={(text) => update((e) => withCodeownersAt(e, location, text))} marks={marks} highlight={highlight === null ? null : { line: highlight.line, request: highlight.n }} key={`${location}`} />
+              <LineEditor id="codeowners" label="CODEOWNERS" value={codeownersText} onChange={(text) => update((e) => withCodeownersAt(e, location, text, forgeDirectory))} marks={marks} highlight={highlight === null ? null : { line: highlight.line, request: highlight.n }} key={`${location}`} />
             ) : file !== null ? (
-              <p className="warn">The code-owners file was read as {file.read.kind}. <button type="button" onClick={() => update((e) => withCodeownersAt(e, location, ""))}>Replace with an empty file</button></p>
+              <p className="warn">The code-owners file was read as {file.read.kind}. <button type="button" onClick={() => update((e) => withCodeownersAt(e, location, "", forgeDirectory))}>Replace with an empty file</button></p>
             ) : null}
             {explanation !== null && explanation.codeowners.errorCount > 0 ? (
               <ul className="errors" aria-label="CODEOWNERS errors">
@@ -198,11 +225,11 @@ export function App() {
                 <p className="hint">
                   The file as the pull request's head has it. The decision keeps using the file above (the base commit); what this one would change once merged is shown beside the decision.
                 </p>
-                <CodeownersLocationSelect label="CODEOWNERS location after this pull request" value={headLocation} onChange={(at) => update((e) => withHeadCodeownersAt(e, at, headText))} />
+                <CodeownersLocationSelect label="CODEOWNERS location after this pull request" forgeDirectory={forgeDirectory} value={headLocation} onChange={(at) => update((e) => withHeadCodeownersAt(e, at, headText, forgeDirectory))} />
                 {headFile !== null && headFile.read.kind === "found" ? (
-                  <LineEditor id="codeowners-after" label="CODEOWNERS after this pull request" value={headText} onChange={(text) => update((e) => withHeadCodeownersAt(e, headLocation, text))} marks={headMarks} highlight={headHighlight === null ? null : { line: headHighlight.line, request: headHighlight.n }} key={`after-${headLocation}`} />
+                  <LineEditor id="codeowners-after" label="CODEOWNERS after this pull request" value={headText} onChange={(text) => update((e) => withHeadCodeownersAt(e, headLocation, text, forgeDirectory))} marks={headMarks} highlight={headHighlight === null ? null : { line: headHighlight.line, request: headHighlight.n }} key={`after-${headLocation}`} />
                 ) : headFile !== null ? (
-                  <p className="warn">The code-owners file after this pull request was read as {headFile.read.kind}. <button type="button" onClick={() => update((e) => withHeadCodeownersAt(e, headLocation, ""))}>Replace it with an empty file</button></p>
+                  <p className="warn">The code-owners file after this pull request was read as {headFile.read.kind}. <button type="button" onClick={() => update((e) => withHeadCodeownersAt(e, headLocation, "", forgeDirectory))}>Replace it with an empty file</button></p>
                 ) : null}
                 {explanation !== null && explanation.preview === null ? (
                   <p className="hint" data-testid="no-preview">No preview: the worker adds it only to a check it publishes, and this decision is {explanation.decision.kind === "retry" ? "a retry" : "not enabled"}.</p>

@@ -11,7 +11,7 @@ import { BASE_CODEOWNERS, SCENARIOS } from "./scenarios.ts";
 import { withChangePreview, withEvidence, withHeadCodeownersAt, type PlaygroundState } from "./state.ts";
 
 const scenario = (id: string) => SCENARIOS.find((s) => s.id === id)!.build();
-const withHead = (state: PlaygroundState, text: string) => withEvidence(state, (e) => withHeadCodeownersAt(withChangePreview(e), "CODEOWNERS", text));
+const withHead = (state: PlaygroundState, text: string) => withEvidence(state, (e) => withHeadCodeownersAt(withChangePreview(e), "CODEOWNERS", text, ".forge"));
 /** The page's text without tags, as a reader (and Playwright's toContainText) sees it. */
 const text = (html: string) => html.replace(/<[^>]+>/g, "").replace(/&#x27;/g, "'").replace(/&gt;/g, ">");
 const page = (state: PlaygroundState) => text(renderToStaticMarkup(<ExplanationView explanation={explain(state, "")} onLine={() => {}} onPreviewLine={() => {}} />));

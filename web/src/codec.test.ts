@@ -15,11 +15,13 @@ import {
   STATE_VERSION,
   withChangePreview,
   withCodeownersAt,
+  withForgeDirectory,
   withHeadCodeownersAt,
   withoutChangePreview,
   withRepositoryPolicy,
   foundFile,
 } from "./state.ts";
+import { evaluate } from "../../server/evaluation/evaluate.ts";
 
 const base = () => SCENARIOS[0]!.build();
 
@@ -27,7 +29,7 @@ describe("URL fragment encoding", () => {
   test("round-trips text with non-ASCII, control and bidi characters exactly", async () => {
     const state = base();
     const text = "/docs/ @acme/docs # naïve café ✓ 日本\u202E\u0000\n/src/ @alice\n";
-    const edited = { ...state, evidence: withCodeownersAt(state.evidence, "CODEOWNERS", text) };
+    const edited = { ...state, evidence: withCodeownersAt(state.evidence, "CODEOWNERS", text, ".forge") };
     const decoded = await decodeState(await encodeState(edited));
     expect(decoded).toEqual({ ok: true, state: edited });
   });
@@ -80,10 +82,10 @@ describe("the change preview in the link", () => {
 
   test("the second CODEOWNERS survives the link, location included", async () => {
     const state = base();
-    const edited = { ...state, evidence: withHeadCodeownersAt(withChangePreview(state.evidence), ".forge/CODEOWNERS", "/src/ @carol\n/broken/ nobody\n") };
+    const edited = { ...state, evidence: withHeadCodeownersAt(withChangePreview(state.evidence), ".forge/CODEOWNERS", "/src/ @carol\n/broken/ nobody\n", ".forge") };
     const decoded = await decodeState(await encodeState(edited));
     expect(decoded).toEqual({ ok: true, state: edited });
-    expect(decoded.ok && codeownersIn(decoded.state.evidence.headFiles!.codeowners)?.location).toBe(".forge/CODEOWNERS");
+    expect(decoded.ok && codeownersIn(decoded.state.evidence.headFiles!.codeowners, ".forge")?.location).toBe(".forge/CODEOWNERS");
   });
 
   test("damaged head files are refused, naming the field", () => {
@@ -105,14 +107,14 @@ describe("editing the change preview", () => {
     const evidence = baseEvidence();
     const previewed = withChangePreview(evidence);
     expect(previewed.headFiles).toEqual({ codeowners: evidence.codeowners, repositoryPolicy: evidence.repositoryPolicy });
-    expect(withoutChangePreview(withHeadCodeownersAt(previewed, "CODEOWNERS", "* @zed\n"))).toEqual(evidence);
+    expect(withoutChangePreview(withHeadCodeownersAt(previewed, "CODEOWNERS", "* @zed\n", ".forge"))).toEqual(evidence);
   });
 
   test("editing the head's CODEOWNERS leaves the base's, which the decision reads, as it was", () => {
     const evidence = withChangePreview(baseEvidence());
-    const edited = withHeadCodeownersAt(evidence, "docs/CODEOWNERS", "* @zed\n");
+    const edited = withHeadCodeownersAt(evidence, "docs/CODEOWNERS", "* @zed\n", ".forge");
     expect(edited.codeowners).toEqual(evidence.codeowners);
-    expect(codeownersIn(edited.headFiles!.codeowners)).toEqual({ location: "docs/CODEOWNERS", read: foundFile("docs/CODEOWNERS", "* @zed\n") });
+    expect(codeownersIn(edited.headFiles!.codeowners, ".forge")).toEqual({ location: "docs/CODEOWNERS", read: foundFile("docs/CODEOWNERS", "* @zed\n") });
     expect(edited.headFiles!.codeowners.CODEOWNERS).toEqual({ kind: "missing" });
   });
 
@@ -140,6 +142,41 @@ describe("reading states and evidence documents", () => {
     const reviews = state.evidence.reviews.complete ? state.evidence.reviews.items : [];
     const broken = { ...state.evidence, reviews: { complete: true, items: [{ ...reviews[0]!, bodyFirstLine: 7 }] } };
     expect(readState(broken)).toEqual({ ok: false, error: "evidence.reviews.items[0].bodyFirstLine must be a string" });
+  });
+
+  test("a link or document made before the forge directory was a setting is read under .forge", () => {
+    const { forgeDirectory: _directory, ...older } = DEFAULT_SETTINGS;
+    const result = readState({ version: STATE_VERSION, evidence: baseEvidence(), settings: older });
+    expect(result.ok && result.state.settings.forgeDirectory).toBe(".forge");
+  });
+
+  test("a state under .github is read with .github's code-owners locations, and .forge's are refused there", () => {
+    const state = withForgeDirectory(base(), ".github");
+    expect(readState(state)).toEqual({ ok: true, state });
+    const foreign = { ...state, evidence: { ...state.evidence, codeowners: { ".forge/CODEOWNERS": { kind: "missing" } } } };
+    expect(readState(foreign)).toEqual({ ok: false, error: "evidence.codeowners has an unknown location .forge/CODEOWNERS" });
+  });
+
+  test("a forge directory the service refuses is refused, naming the setting", () => {
+    for (const bad of ["", "..", ".a/b", "github", ".a\u0000"]) {
+      const result = readState({ ...base(), settings: { ...DEFAULT_SETTINGS, forgeDirectory: bad } });
+      expect(result.ok ? "accepted" : result.error).toMatch(/^settings\.forgeDirectory /);
+    }
+  });
+
+  test("switching the forge directory moves the file read at the old directory's CODEOWNERS and the default policy path", () => {
+    const evidence = withCodeownersAt(baseEvidence(), ".forge/CODEOWNERS", "* @bob\n", ".forge");
+    const moved = withForgeDirectory({ version: STATE_VERSION, evidence, settings: DEFAULT_SETTINGS }, ".github");
+    expect(moved.settings).toEqual({ ...DEFAULT_SETTINGS, forgeDirectory: ".github", policyPath: ".github/service-policy.toml" });
+    expect(codeownersFile(moved.evidence, ".github")).toEqual({ location: ".github/CODEOWNERS", read: foundFile(".github/CODEOWNERS", "* @bob\n") });
+    expect(moved.evidence.repositoryPolicy.kind === "found" && moved.evidence.repositoryPolicy.path).toBe(".github/service-policy.toml");
+    expect(evaluate(moved.evidence, moved.settings).codeownersPath).toBe(".github/CODEOWNERS");
+    expect(withForgeDirectory(moved, ".forge")).toEqual({ version: STATE_VERSION, evidence, settings: DEFAULT_SETTINGS });
+  });
+
+  test("switching the forge directory keeps a policy path that is not the old directory's default", () => {
+    const custom = { ...DEFAULT_SETTINGS, policyPath: "ci/policy.toml" };
+    expect(withForgeDirectory({ version: STATE_VERSION, evidence: baseEvidence(), settings: custom }, ".github").settings.policyPath).toBe("ci/policy.toml");
   });
 
   test("a bare Evidence object gets the default settings", () => {
@@ -195,10 +232,10 @@ describe("editor formats", () => {
   });
 
   test("moving CODEOWNERS to a later location marks the earlier ones missing", () => {
-    const evidence = withCodeownersAt(baseEvidence(), "docs/CODEOWNERS", "* @alice\n");
+    const evidence = withCodeownersAt(baseEvidence(), "docs/CODEOWNERS", "* @alice\n", ".forge");
     expect(evidence.codeowners[".forge/CODEOWNERS"]).toEqual({ kind: "missing" });
     expect(evidence.codeowners.CODEOWNERS).toEqual({ kind: "missing" });
-    expect(codeownersFile(evidence)?.location).toBe("docs/CODEOWNERS");
-    expect(codeownersFile(withCodeownersAt(evidence, null, ""))).toBeNull();
+    expect(codeownersFile(evidence, ".forge")?.location).toBe("docs/CODEOWNERS");
+    expect(codeownersFile(withCodeownersAt(evidence, null, "", ".forge"), ".forge")).toBeNull();
   });
 });

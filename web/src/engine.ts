@@ -73,7 +73,7 @@ function nonDelegableRules(state: PlaygroundState): { pattern: CompiledPattern; 
   const rules: { pattern: CompiledPattern; origin: "built-in" | "organization guardrail" }[] = [];
   if (!state.settings.allowInsecureChanges) {
     const slugs = (organization?.trusted_apps ?? []).map((app) => app.slug);
-    for (const pattern of builtInNonDelegablePatterns(state.settings.policyPath, slugs)) rules.push({ pattern, origin: "built-in" });
+    for (const pattern of builtInNonDelegablePatterns(state.settings.forgeDirectory, state.settings.policyPath, slugs)) rules.push({ pattern, origin: "built-in" });
   }
   for (const source of organization?.guardrails?.non_delegable_paths ?? []) {
     const compiled = compilePattern(source);
@@ -97,7 +97,7 @@ export function explain(state: PlaygroundState, query: string): Explanation {
   // The worker's own call: the decision on the base's files, and the change preview of the head's when the evidence has them.
   const { decision, preview, output: check } = decideCheck(state.evidence, state.settings);
   const evaluated = performance.now();
-  const file = codeownersFile(state.evidence);
+  const file = codeownersFile(state.evidence, state.settings.forgeDirectory);
   const cached = file !== null && file.read.kind === "found" ? parsed(file.read.text) : null;
   const codeowners = cached?.codeowners ?? null;
   const guards = nonDelegableRules(state);

@@ -1,7 +1,8 @@
 // Reads untrusted input (a URL fragment, a pasted or picked file) into a PlaygroundState, checking every field evaluate()
 // reads so that a damaged link or document is refused with a message instead of crashing the page.
 // Accepted: a playground state, an evidence document printed by `service explain --json`, or a bare Evidence object.
-import { CODEOWNERS_LOCATIONS, DEFAULT_EVALUATION_SETTINGS, type EvaluationSettings, type Evidence } from "../../server/evaluation/evidence.ts";
+import { codeownersLocations, DEFAULT_EVALUATION_SETTINGS, type EvaluationSettings, type Evidence } from "../../server/evaluation/evidence.ts";
+import { DEFAULT_FORGE_DIRECTORY, forgeDirectoryProblem } from "../../server/policy/forge-directory.ts";
 import { STATE_VERSION, type PlaygroundState } from "./state.ts";
 
 export const EVIDENCE_DOCUMENT_FORMAT = "service-evidence";
@@ -56,46 +57,58 @@ const fileRead: Check = (v, at) => {
   if (v.kind === "incomplete") return object({ cause: oneOf("transient", "over_bound", "inconsistent"), detail: str })(v, at);
   return `${at}.kind must be found, missing, too_large or incomplete`;
 };
-const codeowners: Check = (v, at) => {
+/** The code-owners reads, keyed by the locations of the settings' forge directory (a key of another directory is refused). */
+const codeownersOf = (forgeDirectory: string): Check => (v, at) => {
   if (!isObject(v)) return `${at} must be an object`;
-  for (const key of Object.keys(v)) if (!(CODEOWNERS_LOCATIONS as readonly string[]).includes(key)) return `${at} has an unknown location ${key}`;
+  const locations = codeownersLocations(forgeDirectory);
+  for (const key of Object.keys(v)) if (!locations.includes(key)) return `${at} has an unknown location ${key}`;
   return record(fileRead)(v, at);
 };
 const user = object({ id: num, login: str, type: str });
 const state = object({ state: str });
 
-const evidenceCheck = object({
-  evidenceVersion: (v, at) => (v === 1 ? null : `${at} must be 1`),
-  repository: object({ owner: str, name: str, ownerType: oneOf("Organization", "User") }),
-  pullRequest: object({
-    number: num,
-    headSha: str,
-    baseSha: str,
-    baseRef: str,
-    author: object({ id: num, login: str }),
-    state: str,
-    draft: bool,
-    labels: list(str),
-    changedFiles: num,
-  }),
-  files: listed(object({ filename: str, status: str, previousFilename: nullable(str) })),
-  reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str), bodyFirstLine: optional(str) })),
-  codeowners,
-  repositoryPolicy: fileRead,
-  organizationPolicy: fileRead,
-  directory: object({
-    collaborators: record(lookup(object({ permission: str }))),
-    organizationMemberships: record(lookup(state)),
-    teams: record(object({ team: optional(lookup(object({ privacy: str }))), repository: optional(lookup(object({ push: bool }))), memberships: record(lookup(state)) })),
-    apps: record(lookup(object({ id: num, slug: str }))),
-    botUsers: record(lookup(user)),
-  }),
-  sameHeadPullRequests: listed(object({ number: num, headSha: str })),
-  // The head's policy files (the change preview); absent in links and documents of a pull request that changes none.
-  headFiles: optional(object({ codeowners, repositoryPolicy: fileRead })),
-});
+const evidenceCheck = (forgeDirectory: string): Check => {
+  const codeowners = codeownersOf(forgeDirectory);
+  return object({
+    evidenceVersion: (v, at) => (v === 1 ? null : `${at} must be 1`),
+    repository: object({ owner: str, name: str, ownerType: oneOf("Organization", "User") }),
+    pullRequest: object({
+      number: num,
+      headSha: str,
+      baseSha: str,
+      baseRef: str,
+      author: object({ id: num, login: str }),
+      state: str,
+      draft: bool,
+      labels: list(str),
+      changedFiles: num,
+    }),
+    files: listed(object({ filename: str, status: str, previousFilename: nullable(str) })),
+    reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str), bodyFirstLine: optional(str) })),
+    codeowners,
+    repositoryPolicy: fileRead,
+    organizationPolicy: fileRead,
+    directory: object({
+      collaborators: record(lookup(object({ permission: str }))),
+      organizationMemberships: record(lookup(state)),
+      teams: record(object({ team: optional(lookup(object({ privacy: str }))), repository: optional(lookup(object({ push: bool }))), memberships: record(lookup(state)) })),
+      apps: record(lookup(object({ id: num, slug: str }))),
+      botUsers: record(lookup(user)),
+    }),
+    sameHeadPullRequests: listed(object({ number: num, headSha: str })),
+    // The head's policy files (the change preview); absent in links and documents of a pull request that changes none.
+    headFiles: optional(object({ codeowners, repositoryPolicy: fileRead })),
+  });
+};
 
-const settingsCheck = object({ checkName: str, policyPath: str, allowInsecureChanges: bool });
+// `forgeDirectory` is absent from links and documents made before it was a setting: those were all made under `.forge`.
+const forgeDirectoryCheck: Check = (v, at) => {
+  if (v === undefined) return null;
+  if (typeof v !== "string") return `${at} must be a string`;
+  const problem = forgeDirectoryProblem(v);
+  return problem === null ? null : `${at} ${problem}`;
+};
+const settingsCheck = object({ checkName: str, policyPath: str, forgeDirectory: forgeDirectoryCheck, allowInsecureChanges: bool });
 
 export type ReadResult = { readonly ok: true; readonly state: PlaygroundState } | { readonly ok: false; readonly error: string };
 
@@ -111,15 +124,18 @@ export function readState(value: unknown): ReadResult {
     settings = value.settings ?? DEFAULT_EVALUATION_SETTINGS;
   } else if ("evidenceVersion" in value) evidence = value;
   else return { ok: false, error: "neither a playground state nor an evidence document" };
-  const error = evidenceCheck(evidence, "evidence") ?? settingsCheck(settings, "settings");
+  const settingsError = settingsCheck(settings, "settings");
+  if (settingsError !== null) return { ok: false, error: settingsError };
+  const s = settings as Omit<EvaluationSettings, "forgeDirectory"> & { forgeDirectory?: string };
+  const forgeDirectory = s.forgeDirectory ?? DEFAULT_FORGE_DIRECTORY;
+  const error = evidenceCheck(forgeDirectory)(evidence, "evidence");
   if (error !== null) return { ok: false, error };
-  const s = settings as EvaluationSettings;
   return {
     ok: true,
     state: {
       version: STATE_VERSION,
       evidence: evidence as Evidence,
-      settings: { checkName: s.checkName, policyPath: s.policyPath, allowInsecureChanges: s.allowInsecureChanges },
+      settings: { checkName: s.checkName, policyPath: s.policyPath, forgeDirectory, allowInsecureChanges: s.allowInsecureChanges },
     },
   };
 }

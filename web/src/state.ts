@@ -2,7 +2,7 @@
 // Keeping the engine's own types as the state means an imported `service explain --json` document is replayed exactly, and
 // every editor is a view over one field of the evidence.
 import {
-  CODEOWNERS_LOCATIONS,
+  codeownersLocations,
   DEFAULT_EVALUATION_SETTINGS,
   type ChangedFile,
   type CodeownersEvidence,
@@ -12,6 +12,7 @@ import {
   type FileRead,
   type Lookup,
 } from "../../server/evaluation/evidence.ts";
+import { defaultPolicyPath } from "../../server/policy/forge-directory.ts";
 
 export const STATE_VERSION = 1;
 
@@ -27,14 +28,14 @@ export const utf8Bytes = (text: string) => new TextEncoder().encode(text).length
 
 export const foundFile = (path: string, text: string): FileRead => ({ kind: "found", path, text, bytes: utf8Bytes(text) });
 
-/** The code-owners file the evidence holds: its location and text, or null when every location is missing. */
-export function codeownersFile(evidence: Evidence): { location: CodeownersLocation; read: FileRead } | null {
-  return codeownersIn(evidence.codeowners);
+/** The code-owners file the evidence holds under `forgeDirectory`: its location and text, or null when every location is missing. */
+export function codeownersFile(evidence: Evidence, forgeDirectory: string): { location: CodeownersLocation; read: FileRead } | null {
+  return codeownersIn(evidence.codeowners, forgeDirectory);
 }
 
-/** The code-owners file in force among `codeowners` (the first location not missing), or null. */
-export function codeownersIn(codeowners: CodeownersEvidence): { location: CodeownersLocation; read: FileRead } | null {
-  for (const location of CODEOWNERS_LOCATIONS) {
+/** The code-owners file in force among `codeowners` (the first location of `forgeDirectory`'s not missing), or null. */
+export function codeownersIn(codeowners: CodeownersEvidence, forgeDirectory: string): { location: CodeownersLocation; read: FileRead } | null {
+  for (const location of codeownersLocations(forgeDirectory)) {
     const read = codeowners[location];
     if (read === undefined) return null;
     if (read.kind !== "missing") return { location, read };
@@ -43,9 +44,9 @@ export function codeownersIn(codeowners: CodeownersEvidence): { location: Codeow
 }
 
 /** `text` at `location`: the earlier locations read as missing (precedence, DESIGN 3.2 rule 1), later ones are unread. */
-export function codeownersAt(location: CodeownersLocation | null, text: string): CodeownersEvidence {
-  const codeowners: Partial<Record<CodeownersLocation, FileRead>> = {};
-  for (const candidate of CODEOWNERS_LOCATIONS) {
+export function codeownersAt(location: CodeownersLocation | null, text: string, forgeDirectory: string): CodeownersEvidence {
+  const codeowners: Record<CodeownersLocation, FileRead> = {};
+  for (const candidate of codeownersLocations(forgeDirectory)) {
     if (candidate === location) {
       codeowners[candidate] = foundFile(candidate, text);
       break;
@@ -56,8 +57,8 @@ export function codeownersAt(location: CodeownersLocation | null, text: string):
 }
 
 /** Puts `text` at `location` in the base's code-owners evidence (the file the decision uses). */
-export function withCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
-  return { ...evidence, codeowners: codeownersAt(location, text) };
+export function withCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string, forgeDirectory: string): Evidence {
+  return { ...evidence, codeowners: codeownersAt(location, text, forgeDirectory) };
 }
 
 // The change preview (issue 19 item 3): `evidence.headFiles` holds the policy files as the pull request's head has them, as
@@ -76,9 +77,9 @@ export function withoutChangePreview(evidence: Evidence): Evidence {
 }
 
 /** Puts `text` at `location` in the head's code-owners evidence; the evidence must hold head files (withChangePreview). */
-export function withHeadCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string): Evidence {
+export function withHeadCodeownersAt(evidence: Evidence, location: CodeownersLocation | null, text: string, forgeDirectory: string): Evidence {
   const head = evidence.headFiles ?? { repositoryPolicy: evidence.repositoryPolicy };
-  return { ...evidence, headFiles: { ...head, codeowners: codeownersAt(location, text) } };
+  return { ...evidence, headFiles: { ...head, codeowners: codeownersAt(location, text, forgeDirectory) } };
 }
 
 const sameRead = (a: FileRead, b: FileRead) => JSON.stringify(a) === JSON.stringify(b);
@@ -181,6 +182,43 @@ export function parseMemberships(text: string): Record<string, Lookup<{ readonly
     if (login !== "" && lookup !== undefined) entries.push([login, lookup]);
   }
   return Object.fromEntries(entries);
+}
+
+const movedRead = (read: FileRead, from: string, to: string): FileRead =>
+  (read.kind === "found" || read.kind === "too_large") && read.path === from ? { ...read, path: to } : read;
+
+/** The code-owners reads with the first location moved from `from`'s to `to`'s (the file read there goes with it). */
+function movedCodeowners(codeowners: CodeownersEvidence, from: string, to: string): CodeownersEvidence {
+  const [oldFirst] = codeownersLocations(from);
+  const [newFirst] = codeownersLocations(to);
+  const moved: Record<CodeownersLocation, FileRead> = {};
+  for (const [location, read] of Object.entries(codeowners)) {
+    if (location === oldFirst) moved[newFirst!] = movedRead(read, oldFirst, newFirst!);
+    else if (location !== newFirst) moved[location] = read;
+  }
+  return moved;
+}
+
+/**
+ * Switches the forge directory as the service's SERVICE_FORGE_DIRECTORY would: the file read at the old directory's
+ * CODEOWNERS is now read at the new one's, and a policy path that was the old directory's default becomes the new one's
+ * (the repository and organization policies read there move with it). `forgeDirectory` must be valid (forgeDirectoryProblem).
+ */
+export function withForgeDirectory(state: PlaygroundState, forgeDirectory: string): PlaygroundState {
+  const from = state.settings.forgeDirectory;
+  if (from === forgeDirectory) return state;
+  const oldPolicy = state.settings.policyPath;
+  const policyPath = oldPolicy === defaultPolicyPath(from) ? defaultPolicyPath(forgeDirectory) : oldPolicy;
+  const policy = (read: FileRead) => movedRead(read, oldPolicy, policyPath);
+  const e = state.evidence;
+  const evidence: Evidence = {
+    ...e,
+    codeowners: movedCodeowners(e.codeowners, from, forgeDirectory),
+    repositoryPolicy: policy(e.repositoryPolicy),
+    organizationPolicy: policy(e.organizationPolicy),
+    ...(e.headFiles ? { headFiles: { codeowners: movedCodeowners(e.headFiles.codeowners, from, forgeDirectory), repositoryPolicy: policy(e.headFiles.repositoryPolicy) } } : {}),
+  };
+  return { ...state, evidence, settings: { ...state.settings, forgeDirectory, policyPath } };
 }
 
 export function withSettings(state: PlaygroundState, settings: Partial<EvaluationSettings>): PlaygroundState {

@@ -35,7 +35,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
 
   const started = performance.now();
   const gathered = await ctx.forge.gatherEvidence(
-    { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
+    { installationId: repository.installationId, owner: repository.owner, repo: repository.name, number: pullNumber, policyPath: ctx.settings.policyPath, forgeDirectory: ctx.settings.forgeDirectory, organizationPolicyRepository: ctx.settings.organizationPolicyRepository },
     {
       planLookups: (evidence, known) => evaluator.plan(evidence, known, signal), signal, priority: priorityOf(row),
       organizationPolicyReuse: { authorityEpoch: before.authorityEpoch, nowMs: ctx.now() },

@@ -73,7 +73,7 @@ test("the playground opens under the settings the record was evaluated with; an 
   const { record } = scenarioRecord("owner-approves-head");
   const recorded = handoffOf({ ...record, settings: { check_name: "Legacy / owners", policy_path: ".forge/service-policy.toml", allow_insecure_changes: true } }, null);
   if (recorded.kind !== "ready") throw new Error(recorded.why);
-  expect(recorded.state.settings).toEqual({ checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", allowInsecureChanges: true });
+  expect(recorded.state.settings).toEqual({ checkName: "Legacy / owners", policyPath: ".forge/service-policy.toml", forgeDirectory: ".forge", allowInsecureChanges: true });
   const { settings: _settings, ...older } = record;
   const handoff = handoffOf(older, null);
   if (handoff.kind !== "ready") throw new Error(handoff.why);
