@@ -7,7 +7,8 @@
 // `service history replay ID --json` writes the whole evidence document with the files. Until the files are pasted, the
 // playground decides on the placeholders, and the page says so before the link is followed.
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../../../server/evaluation/evidence.ts";
-import { type DecisionRecord, recordedForgeDirectory, type RecordedFileRead } from "../../../server/records/schema.ts";
+import { DEFAULT_FORGE_DIRECTORY } from "../../../server/policy/forge-directory.ts";
+import type { DecisionRecord, RecordedFileRead } from "../../../server/records/schema.ts";
 import { encodeState } from "../codec.ts";
 import { STATE_VERSION, type PlaygroundState } from "../state.ts";
 import { blobUrl } from "./links.ts";
@@ -61,8 +62,8 @@ export function handoffOf(record: DecisionRecord, web: string | null): Handoff {
   // The settings the record was evaluated under (as replay uses them); an older record without them: the defaults, with the
   // policy path it read.
   const policyPath = inputs.repositoryPolicy.kind === "found" ? inputs.repositoryPolicy.path : DEFAULT_EVALUATION_SETTINGS.policyPath;
-  // The forge directory is the recorded one, `.forge` for a record from before it was recorded.
-  const forgeDirectory = recordedForgeDirectory(record);
+  // The forge directory is the recorded one, `.forge` for a record from before it was recorded (as replay reads it).
+  const forgeDirectory = record.settings?.forge_directory ?? DEFAULT_FORGE_DIRECTORY;
   const settings = record.settings === undefined
     ? { ...DEFAULT_EVALUATION_SETTINGS, policyPath, forgeDirectory }
     : { checkName: record.settings.check_name, policyPath: record.settings.policy_path, forgeDirectory, allowInsecureChanges: record.settings.allow_insecure_changes };
