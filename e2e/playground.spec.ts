@@ -50,6 +50,30 @@ test("scenario reasons: older head, request changes, shared head and 3,000 files
   await expect(page.getByTestId("owner-set").nth(1)).toContainText("src/ARCHITECTURE.md");
 });
 
+test("the forge directory moves the protected workflows: .forge/workflows is App-approvable under .github, and a bad directory is refused", async ({ page }) => {
+  await open(page, "app-workflows");
+  await expect(conclusion(page)).toHaveText("failure");
+  const directory = page.getByLabel("Forge directory");
+  await expect(directory).toHaveValue(".forge");
+  await directory.fill(".github");
+  await expect(conclusion(page)).toHaveText("success");
+  await expect(page.getByLabel("CODEOWNERS location", { exact: true }).locator("option").first()).toHaveText(".github/CODEOWNERS");
+  await directory.fill("..");
+  await expect(page.getByTestId("forge-directory-problem")).toHaveText("The forge directory must name a directory, not '.' or '..'; the decision uses .github.");
+  await expect(directory).toHaveAttribute("aria-invalid", "true");
+  await expect(conclusion(page)).toHaveText("success");
+  await directory.fill(".forge");
+  await expect(page.getByTestId("forge-directory-problem")).toHaveCount(0);
+  await expect(conclusion(page)).toHaveText("failure");
+  // The directory travels in the link: a reload decides under it.
+  await directory.fill(".github");
+  await expect(conclusion(page)).toHaveText("success");
+  await expect.poll(() => new URL(page.url()).hash.length).toBeGreaterThan(1);
+  await page.reload();
+  await expect(page.getByLabel("Forge directory")).toHaveValue(".github");
+  await expect(conclusion(page)).toHaveText("success");
+});
+
 test("an invalid CODEOWNERS line is shown beside its line and fails closed", async ({ page }) => {
   await open(page, "owner-approves-head");
   await expect(conclusion(page)).toHaveText("success");
