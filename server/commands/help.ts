@@ -63,7 +63,7 @@ export const COMMANDS: readonly CommandHelp[] = [
     exitCodes: HISTORY_REPLAY_EXIT_CODES,
   },
   {
-    name: ["validate"], synopsis: "service validate [DIR] [--files-from FILE|-] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]",
+    name: ["validate"], synopsis: "service validate [DIR] [--files-from FILE|-] [--forge-directory NAME] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]",
     summary: "check the CODEOWNERS and policy files the service would read in DIR, offline (no settings, database or forge)",
     usage: VALIDATE_USAGE,
     exitCodes: VALIDATE_EXIT_CODES,

@@ -27,8 +27,9 @@ export const VALIDATE_USAGE = `usage: service validate [DIR] [--policy FILE] [--
 Checks the CODEOWNERS file the service would read in DIR (default: the current directory; NAME/CODEOWNERS, then
 CODEOWNERS, then docs/CODEOWNERS) and the repository policy (NAME/service-policy.toml, or --policy FILE) with the service's
 own parsers, offline. --forge-directory NAME is the service's SERVICE_FORGE_DIRECTORY (default ${DEFAULT_FORGE_DIRECTORY};
-.github on GitHub). --organization-policy FILE also checks the organization policy and the delegations against it. --files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin)
-and adds the tree checks: rules that own nothing, dead rules, unowned paths.
+.github on GitHub). --organization-policy FILE also checks the organization policy and the delegations against it.
+--files-from reads the tree's paths, one per line or NUL-separated (\`git ls-files\`; - for stdin) and adds the tree
+checks: rules that own nothing, dead rules, unowned paths.
 
 ${exitCodesLine(VALIDATE_EXIT_CODES)}`;
 

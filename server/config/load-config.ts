@@ -277,8 +277,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   if (checkName.trim() !== checkName || checkName.length > 100 || /[\p{Cc}\p{Cf}]/u.test(checkName)) {
     throw new ConfigError("SERVICE_CHECK_NAME", "must be 1 to 100 printable characters without surrounding spaces");
   }
-  // Read raw, not through get(): set but empty is an error here, not "unset" (an empty directory would move the code-owners
-  // file to the repository root without anyone asking for it).
+  // Read raw, not through get(): set but empty is an error here, not "unset" as elsewhere. Whoever sets it means a directory,
+  // and falling back to .forge on a GitHub deployment would silently read no .github/CODEOWNERS and protect no workflows.
   const forgeDirectory = env.SERVICE_FORGE_DIRECTORY ?? DEFAULTS.forgeDirectory;
   const forgeDirectoryError = forgeDirectoryProblem(forgeDirectory);
   if (forgeDirectoryError !== null) throw new ConfigError("SERVICE_FORGE_DIRECTORY", `${forgeDirectoryError} (a single directory name such as .forge or .github)`);
