@@ -81,6 +81,7 @@ test("a record shows its owner sets, the reviews that satisfied them and its fil
   await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Decision ${seeded.approved.id}: ${seeded.approved.conclusion}`);
   await expect(page.getByText(seeded.approved.title)).toBeVisible();
   await expect(page.getByTestId("unconfirmed")).toHaveCount(0);
+  await expect(page.getByTestId("forge-directory")).toHaveText(".forge");
   const set = page.getByTestId("owner-set");
   await expect(set).toHaveCount(1);
   await expect(set.getByRole("heading", { level: 3 })).toHaveText("Owner set 1: satisfied, 1 of 1 approval");

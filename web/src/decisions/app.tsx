@@ -6,6 +6,7 @@
 // Addresses: `/decisions/?repository=…&pull=…&commit=…&unapproved=true&overrides=true` (a search) and `/decisions/?id=d12`
 // (a record), so every view is a link an operator can share inside the operator network.
 import { type ReactNode, useEffect, useState } from "react";
+import { DEFAULT_FORGE_DIRECTORY } from "../../../server/policy/forge-directory.ts";
 import type { DecisionRecord, HistoryRecord, RecordedBreakGlass, HistorySummary, MergeRecord, RecordedApproval, RecordedFile } from "../../../server/records/schema.ts";
 import { listRecords, readRecord, searchQuery, type ApiError } from "./api.ts";
 import { type Handoff, handoffOf, playgroundHref } from "./handoff.ts";
@@ -286,6 +287,7 @@ function DecisionView(props: { record: DecisionRecord; settings: PageSettings })
         <dt>Published</dt><dd><time dateTime={record.published_at}>{record.published_at}</time></dd>
         <dt>Reasons</dt><dd>{record.reasons.length === 0 ? "none" : record.reasons.map((reason) => <code key={reason} className="reason">{reason}</code>)}</dd>
         <dt>Service</dt><dd>{record.service.version}{record.service.revision === null ? null : <> (<code>{record.service.revision}</code>)</>}</dd>
+        <dt>Forge directory</dt><dd data-testid="forge-directory"><code>{record.settings?.forge_directory ?? DEFAULT_FORGE_DIRECTORY}</code>{record.settings?.forge_directory === undefined ? <span className="muted"> (recorded before the directory was a setting)</span> : null}</dd>
         <dt>Paths</dt><dd>{record.unowned_path_count} unowned, {record.non_delegable_path_count} non-delegable</dd>
       </dl>
       <section aria-labelledby="files-heading">
