@@ -211,7 +211,7 @@ describe("documentation", () => {
     const identity = doc.paths["/api/runtime-identity"].get.responses["200"].content["application/json"].schema;
     expect(Object.keys(identity.properties)).toEqual(expect.arrayContaining(["schema_version", "forge_app_id", "build_revision"]));
     const webhook = doc.paths["/webhooks/forge"].post;
-    expect(webhook.parameters.map((p: { name: string }) => p.name)).toEqual(["X-Hub-Signature-256", "X-Forge-Event", "X-Forge-Delivery"]);
+    expect(webhook.parameters.map((p: { name: string }) => p.name)).toEqual(["X-Hub-Signature-256", "X-Forge-Event", "X-Forge-Delivery", "X-GitHub-Event", "X-GitHub-Delivery"]);
     expect(Object.keys(webhook.responses).sort()).toEqual(["202", "400", "401", "413", "503"]);
     expect(Object.keys(doc.paths).some((p) => p.startsWith("/api/docs"))).toBe(false);
   });

@@ -11,7 +11,8 @@ import { verifySignature } from "./verify-signature.ts";
 import { reportUnapprovedMerge } from "../records/unapproved.ts";
 
 /**
- * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (400) → secret configured (503) →
+ * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (X-Forge-Event / X-Forge-Delivery, or
+ * GitHub's X-GitHub-Event / X-GitHub-Delivery when those are absent; DESIGN 3.13) (400) → secret configured (503) →
  * signature header form (401) → Content-Length (400/413) → raw body, counted, capped (413), each received byte reserved in
  * the process-wide budget of unverified body bytes (503 with Retry-After after a short wait for room; too slow: 400; see
  * read-body.ts) → HMAC over those exact bytes in constant time (401), after which the reservation is given back → JSON (400) → mapping → payload validation (400) → durable acceptance
@@ -55,9 +56,9 @@ export async function handleWebhook(deps: WebhookDeps, request: Request, receive
     return { status, body: { error: reason } };
   };
 
-  const event = request.headers.get("x-forge-event");
-  const deliveryId = request.headers.get("x-forge-delivery");
-  if (!event || !deliveryId || event.length > MAX_WEBHOOK_HEADER_LENGTH || deliveryId.length > MAX_WEBHOOK_HEADER_LENGTH) return failure(400, "headers");
+  const event = deliveryHeader(request.headers, "x-forge-event", "x-github-event");
+  const deliveryId = deliveryHeader(request.headers, "x-forge-delivery", "x-github-delivery");
+  if (event === null || deliveryId === null) return failure(400, "headers");
   if (deps.secret === null) return failure(503, "not_configured");
   const signature = request.headers.get("x-hub-signature-256");
   if (signature === null || !SIGNATURE_HEADER.test(signature)) return failure(401, "signature");
@@ -99,6 +100,18 @@ export async function handleWebhook(deps: WebhookDeps, request: Request, receive
   const reply = await accept(deps, mapping, { deliveryId, event, action: action ?? null }, failure, deadline);
   if (reply.status === 202 && "queued" in reply.body && reply.body.queued) deps.onQueued?.();
   return reply;
+}
+
+/**
+ * The event name or delivery ID: the neutral header, or, when it is absent, GitHub's name for it. Both present and
+ * different is ambiguous (which one did the signer mean?), so it is refused like a missing or overlong value: null.
+ */
+function deliveryHeader(headers: Headers, neutral: string, github: string): string | null {
+  const ours = headers.get(neutral);
+  const theirs = headers.get(github);
+  if (ours !== null && theirs !== null && ours !== theirs) return null;
+  const value = ours ?? theirs;
+  return value && value.length <= MAX_WEBHOOK_HEADER_LENGTH ? value : null;
 }
 
 async function accept(

@@ -60,6 +60,40 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
         expect(await failures("headers")).toBe(1);
       });
     }
+    test("GitHub's X-GitHub-Event and X-GitHub-Delivery are read when the neutral headers are absent", async () => {
+      h = await ingressHarness(backend);
+      const reply = await h.send("pull_request", "ignored", pullRequestEvent("opened"), { headers: { "x-forge-event": null, "x-forge-delivery": null, "x-github-event": "pull_request", "x-github-delivery": "gh-1" } });
+      expect(reply).toEqual({ status: 202, body: { accepted: true, queued: true } });
+      expect(await h.rows("select delivery_id, event, action from webhook_deliveries")).toEqual([{ delivery_id: "gh-1", event: "pull_request", action: "opened" }]);
+    });
+    test("each header of a pair may come from either name, and both names with the same value are accepted", async () => {
+      h = await ingressHarness(backend);
+      expect((await h.send("pull_request", "d1", pullRequestEvent("opened"), { headers: { "x-forge-event": null, "x-github-event": "pull_request" } })).status).toBe(202);
+      expect((await h.send("pull_request", "d2", pullRequestEvent("opened"), { headers: { "x-forge-delivery": null, "x-github-delivery": "d2" } })).status).toBe(202);
+      expect((await h.send("pull_request", "d3", pullRequestEvent("opened"), { headers: { "x-github-event": "pull_request", "x-github-delivery": "d3" } })).status).toBe(202);
+      expect(await h.rows("select delivery_id from webhook_deliveries order by delivery_id")).toEqual([{ delivery_id: "d1" }, { delivery_id: "d2" }, { delivery_id: "d3" }]);
+      expect(await failures("headers")).toBe(0);
+    });
+    for (const [name, headers] of [
+      ["an X-Forge-Event and X-GitHub-Event that differ", { "x-github-event": "push" }],
+      ["an X-Forge-Delivery and X-GitHub-Delivery that differ", { "x-github-delivery": "other" }],
+      ["an empty X-Forge-Event beside an X-GitHub-Event", { "x-forge-event": "", "x-github-event": "pull_request" }],
+      ["a missing neutral event header with an empty X-GitHub-Event", { "x-forge-event": null, "x-github-event": "" }],
+      ["an X-GitHub-Delivery over 128 characters", { "x-forge-delivery": null, "x-github-delivery": "d".repeat(129) }],
+      ["an X-GitHub-Event over 128 characters", { "x-forge-event": null, "x-github-event": "e".repeat(129) }],
+    ] as const) {
+      test(`${name} is 400 and stores nothing`, async () => {
+        h = await ingressHarness(backend);
+        expect((await h.send("pull_request", "d1", pullRequestEvent("opened"), { headers })).status).toBe(400);
+        expect(await failures("headers")).toBe(1);
+        expect(await h.count("webhook_deliveries")).toBe(0);
+      });
+    }
+    test("GitHub headers of exactly 128 characters are accepted", async () => {
+      h = await ingressHarness(backend);
+      const reply = await h.send("x", "y", { zen: "x" }, { headers: { "x-forge-event": null, "x-forge-delivery": null, "x-github-event": "e".repeat(128), "x-github-delivery": "d".repeat(128) } });
+      expect(reply).toEqual({ status: 202, body: { accepted: true, queued: false } });
+    });
     test("headers of exactly 128 characters are accepted", async () => {
       h = await ingressHarness(backend);
       const reply = await h.send("e".repeat(128), "d".repeat(128), { zen: "x" });
