@@ -1,8 +1,10 @@
 import { afterAll, afterEach, beforeAll, expect, spyOn, test } from "bun:test";
+import { App } from "@octokit/app";
+import { Octokit } from "@octokit/core";
 import githubAppJwt from "universal-github-app-jwt";
 import { createScenario, generateAppKeys, type Scenario } from "../simulator/scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "../simulator/simulator.ts";
-import { APP_JWT_MIN_VALIDITY_MS, APP_JWT_REUSE_MS, createAppJwtSource, type MintAppJwt } from "./app-jwt.ts";
+import { APP_JWT_MIN_VALIDITY_MS, APP_JWT_REUSE_MS, createAppJwtSource, type MintAppJwt, withAppJwt } from "./app-jwt.ts";
 import { bufferLogger, clientFor } from "./test-support.ts";
 
 const keys = generateAppKeys();
@@ -97,6 +99,30 @@ test("a clock that went back mints again instead of trusting the kept JWT's age"
   clock.at = T0 - 1_000;
   await source(42);
   expect(minted).toHaveLength(2);
+});
+
+test("@octokit/app's Octokit, given withAppJwt as its Octokit option, signs with the kept JWT instead of minting its own", async () => {
+  const { minted, source } = counted();
+  const app = new App({ appId: 42, privateKey: keys.privateKey, Octokit: withAppJwt(Octokit, source) });
+  const first = (await app.octokit.auth({ type: "app" })) as { token: string };
+  for (let i = 0; i < 10; i++) expect(((await app.octokit.auth({ type: "app" })) as { token: string }).token).toBe(first.token);
+  expect(minted).toEqual([first.token]);
+});
+
+test("withAppJwt leaves options without a private key as they are", () => {
+  const seen: unknown[] = [];
+  const Recording = class extends Octokit {
+    constructor(options: ConstructorParameters<typeof Octokit>[0] = {}) {
+      seen.push(options.auth);
+      super({});
+    }
+  } as typeof Octokit;
+  const { source } = counted();
+  const Wrapped = withAppJwt(Recording, source);
+  new Wrapped({ auth: { appId: 42, privateKey: keys.privateKey, clientId: "c" } });
+  new Wrapped({ auth: { appId: 42, installationId: 7, token: "t" } });
+  new Wrapped({});
+  expect(seen).toEqual([{ appId: 42, clientId: "c", createJwt: source }, { appId: 42, installationId: 7, token: "t" }, undefined]);
 });
 
 let sim: ForgeSimulator;

@@ -1,9 +1,11 @@
-// The App JWT, minted once and used for a while (issue 26 item 8). @octokit/auth-app mints a fresh RS256 JWT for every App
+// The App JWT, minted once and used for a while (issue 26 item 8), given to @octokit/app through its `Octokit` option
+// (DESIGN 3.13: withAppJwt below). @octokit/auth-app mints a fresh RS256 JWT for every App
 // request and twice for every installation-token exchange (the exchange's own request passes its auth hook too), and caches
 // only the installation tokens it gets: while the forge refuses the exchange (unreachable, 5xx), every webhook's fast path
 // signed two JWTs, a quarter of the service's CPU under load. auth-app's `createJwt` option lets the caller mint; this is
 // that minting, through the same library auth-app uses (universal-github-app-jwt), with its answer kept in memory only:
 // never persisted, never logged, never in an error.
+import type { Octokit } from "@octokit/core";
 import githubAppJwt from "universal-github-app-jwt";
 
 /**
@@ -67,5 +69,26 @@ export function createAppJwtSource(options: AppJwtOptions): AppJwtSource {
       );
     }
     return answer(await minting);
+  };
+}
+
+/**
+ * The Octokit class to give @octokit/app as its `Octokit` option: @octokit/app builds the App's Octokit with auth-app and
+ * `{ appId, privateKey }`, and has no option to pass `createJwt` (auth-app refuses both at once). This subclass's constructor
+ * swaps the private key for `createJwt`, so every JWT the App's Octokit signs with (App requests and installation-token
+ * exchanges) comes from `createJwt`. Options without a private key (an installation's Octokit built from the App's auth)
+ * pass unchanged.
+ */
+export function withAppJwt(Base: typeof Octokit, createJwt: AppJwtSource): typeof Octokit {
+  return class AppJwtOctokit extends Base {
+    constructor(options: ConstructorParameters<typeof Octokit>[0] = {}) {
+      const auth = options.auth as unknown;
+      if (typeof auth === "object" && auth !== null && "privateKey" in auth) {
+        const { privateKey: _replaced, ...rest } = auth as Record<string, unknown>;
+        super({ ...options, auth: { ...rest, createJwt } });
+      } else {
+        super(options);
+      }
+    }
   };
 }

@@ -1,12 +1,12 @@
-// The only place that talks HTTP to the forge: App JWT and installation tokens through @octokit/auth-app, a timeout on every
-// request, errors classified into ForgeError (errors.ts). Installation tokens carry explicit permissions without statuses
-// (spec "Authentication") and live only in @octokit/auth-app's in-memory cache, the App JWT only in app-jwt.ts's; they are
+// The only place that talks HTTP to the forge: App JWT and installation tokens through @octokit/app (its auth-app), a timeout
+// on every request, errors classified into ForgeError (errors.ts). Installation tokens carry explicit permissions without
+// statuses (spec "Authentication") and live only in auth-app's in-memory cache, the App JWT only in app-jwt.ts's; they are
 // never persisted or logged.
-import { createAppAuth } from "@octokit/auth-app";
+import { App } from "@octokit/app";
 import { Octokit } from "@octokit/core";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import { createAppJwtSource } from "./app-jwt.ts";
+import { createAppJwtSource, withAppJwt } from "./app-jwt.ts";
 import { classifyForgeError, ForgeError } from "./errors.ts";
 import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Permit, type Priority } from "./governor.ts";
 
@@ -163,10 +163,11 @@ export function createTransport(options: TransportOptions): Transport {
     userAgent: options.userAgent ?? "codeowner-approval-service",
     request: { fetch: timeoutFetch },
   });
-  // The App's Octokit, as @octokit/app made it, but with the App JWTs minted by app-jwt.ts (one kept for a while) instead
-  // of auth-app minting one for every request it signs.
+  // The App's Octokit from @octokit/app, its Octokit class given the App JWTs minted by app-jwt.ts (one kept for a while)
+  // instead of auth-app minting one for every request it signs (DESIGN 3.13). Only app.octokit is used: never
+  // app.getInstallationOctokit (RECIPES 7: it asks for every installed permission) nor app.webhooks (we verify ourselves).
   const createJwt = createAppJwtSource({ appId: options.appId, privateKey: options.privateKey });
-  const appOctokit = new ForgeOctokit({ authStrategy: createAppAuth, auth: { appId: options.appId, createJwt }, log: quiet });
+  const appOctokit = new App({ appId: options.appId, privateKey: options.privateKey, Octokit: withAppJwt(ForgeOctokit, createJwt), log: quiet }).octokit;
   const userAgent = options.userAgent ?? "codeowner-approval-service";
   const baseUrl = options.apiUrl.replace(/\/+$/, "");
   // Each installation's token as @octokit/auth-app last gave it, asked again at most once a TOKEN_RECHECK_MS (auth-app
