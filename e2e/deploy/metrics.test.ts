@@ -54,6 +54,14 @@ describe("the operator kit reads only metrics the service registers", () => {
     expect(dashboardQueries.filter((q) => metricNames(q.expr).length === 0)).toEqual([]);
   });
 
+  test("an alert watches unapproved merges and break-glass overrides, both on /metrics from the first scrape", () => {
+    const alerted = new Set(alertRules.flatMap((r) => metricNames(String(r.expr))));
+    for (const metric of ["service_unapproved_merges_total", "service_break_glass_total"]) {
+      expect({ metric, alerted: alerted.has(metric) }).toEqual({ metric, alerted: true });
+      expect(exposition).toMatch(new RegExp(`^${metric} 0$`, "m"));
+    }
+  });
+
   test("every fixed-vocabulary series the alerts and panels group by exists at the first scrape", () => {
     for (const reason of ["signature", "busy", "authority_timeout"]) expect(exposition).toContain(`service_webhook_failures_total{reason="${reason}"} 0`);
     for (const reason of ["deadlock", "connection"]) expect(exposition).toContain(`service_database_errors_total{reason="${reason}"} 0`);
@@ -87,9 +95,9 @@ describe("Grafana dashboard", () => {
     }
   });
 
-  test("shows webhooks by outcome, queue depth, decision latency, forge budget, database errors and reconciliation age", () => {
+  test("shows unapproved merges, break-glass overrides, webhooks by outcome, queue depth, decision latency, forge budget, database errors and reconciliation age", () => {
     const read = new Set(dashboardQueries.flatMap((q) => metricNames(q.expr)));
-    for (const metric of ["service_webhooks_total", "service_webhook_failures_total", "service_queue_depth", "service_evaluation_seconds_bucket", "service_forge_rate_limit_remaining", "service_database_errors_total", "service_reconciliation_last_success_timestamp_seconds"]) {
+    for (const metric of ["service_unapproved_merges_total", "service_break_glass_total", "service_webhooks_total", "service_webhook_failures_total", "service_queue_depth", "service_evaluation_seconds_bucket", "service_forge_rate_limit_remaining", "service_database_errors_total", "service_reconciliation_last_success_timestamp_seconds"]) {
       expect({ metric, shown: read.has(metric) }).toEqual({ metric, shown: true });
     }
   });
