@@ -140,6 +140,21 @@ describe("formats", () => {
     ]);
   });
 
+  test("github annotates e-mail owners as warnings and unchecked delegations as a notice naming --organization-policy", async () => {
+    const dir = repository({ CODEOWNERS: "* @acme/core\n/legal/ legal@example.com\n", [POLICY]: `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["docs/**"]\n` });
+    const result = await validate([dir, "--format", "github"]);
+    expect(result.lines).toEqual([
+      "::notice file=.forge/service-policy.toml,line=4,title=delegation_apps_unchecked::delegations name the App docs-bot, whose enrollment was not checked: give the organization policy with --organization-policy FILE (an App it does not enroll fails the check on every pull request)",
+      "::warning file=CODEOWNERS,line=2,title=email_owner_never_approves::owner 'legal@example.com' is an e-mail address: the service cannot resolve it to an account, so it never approves (no owner of this rule can approve); name the account (@login) instead",
+      "0 errors, 1 warning, 1 notice (CODEOWNERS: 2 rules)",
+    ]);
+    expect(result.exitCode).toBe(0);
+    expect((await validate([dir, "--strict"])).exitCode).toBe(1);
+    const text = await validate([dir]);
+    expect(text.stdout).toContain("  line 2: warning: owner 'legal@example.com' is an e-mail address");
+    expect(text.stdout).toContain("  line 4: notice: delegations name the App docs-bot, whose enrollment was not checked: give the organization policy with --organization-policy FILE");
+  });
+
   test("github escapes '%' in the message and ',', ':' and '%' in properties; a line break never reaches the runner raw", () => {
     const line = githubAnnotation({ kind: "unowned_paths", severity: "warning", file: "a,b:c%d.txt", line: 3, message: "100% of\r\nx:y,z" });
     expect(line).toBe("::warning file=a%2Cb%3Ac%25d.txt,line=3,title=unowned_paths::100%25 of\\u{000D}\\u{000A}x:y,z");

@@ -52,6 +52,25 @@ describe("CODEOWNERS findings", () => {
     ]);
   });
 
+  test("an e-mail owner is a warning at its line: the service cannot resolve it, so it never approves", () => {
+    const report = run({ codeowners: "* @acme/core\n/docs/ docs@example.com @alice\n/legal/ legal@example.com counsel@example.org\n/src/ @bob\n" });
+    expect(report.findings.map(brief)).toEqual([
+      { kind: "email_owner_never_approves", severity: "warning", file: "CODEOWNERS", line: 2 },
+      { kind: "email_owner_never_approves", severity: "warning", file: "CODEOWNERS", line: 3 },
+    ]);
+    expect(report.findings.map((f) => f.message)).toEqual([
+      "owner 'docs@example.com' is an e-mail address: the service cannot resolve it to an account, so it never approves; name the account (@login) instead",
+      "owners 'legal@example.com', 'counsel@example.org' are e-mail addresses: the service cannot resolve them to accounts, so they never approve (no owner of this rule can approve); name the accounts (@login) instead",
+    ]);
+    expect(report.summary).toMatchObject({ errors: 0, warnings: 2 });
+  });
+
+  test("a rule with many e-mail owners is one finding naming the first five", () => {
+    const owners = Array.from({ length: 8 }, (_, i) => `o${i}@example.com`);
+    const [finding] = run({ codeowners: `* ${owners.join(" ")}\n` }).findings;
+    expect(finding!.message).toStartWith(`owners ${owners.slice(0, 5).map((o) => `'${o}'`).join(", ")} and 3 more are e-mail addresses`);
+  });
+
   test("the first existing location is read and later ones are reported as ignored", () => {
     const report = run({ codeowners: [{ path: ".forge/CODEOWNERS", text: "* @a\n" }, { path: "docs/CODEOWNERS", text: "!broken\n" }] });
     expect(report.summary.codeowners).toBe(".forge/CODEOWNERS");
@@ -239,7 +258,20 @@ describe("policy findings", () => {
     const policy = `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["docs/**"]\n[[delegations]]\napp = "other-bot"\npaths = ["src/**"]\n`;
     const findings = run({ policy, organization: ORGANIZATION }).findings;
     expect(findings.map((f) => [f.kind, f.line, f.message])).toEqual([["delegation_app_not_enrolled", 7, "delegations[1].app: App other-bot is not enrolled in the organization policy's trusted_apps"]]);
-    expect(run({ policy }).findings).toEqual([]);
+  });
+
+  test("without the organization policy, delegations whose Apps were not checked are a notice naming --organization-policy", () => {
+    const policy = `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["docs/**"]\n[[delegations]]\napp = "other-bot"\npaths = ["src/**"]\n[[delegations]]\napp = "docs-bot"\npaths = ["guides/**"]\n`;
+    const report = run({ policy });
+    expect(report.findings.map(brief)).toEqual([{ kind: "delegation_apps_unchecked", severity: "notice", file: POLICY, line: 4 }]);
+    expect(report.findings[0]!.message).toBe(
+      "delegations name the Apps docs-bot, other-bot, whose enrollment was not checked: give the organization policy with --organization-policy FILE (an App it does not enroll fails the check on every pull request)",
+    );
+    expect(report.summary).toMatchObject({ errors: 0, warnings: 0, notices: 1 });
+    // With the organization policy the enrollment is checked instead: no notice.
+    expect(only(run({ policy, organization: ORGANIZATION }).findings, "delegation_apps_unchecked")).toEqual([]);
+    // No delegation, nothing to check.
+    expect(only(run({ policy: ENABLED }).findings, "delegation_apps_unchecked")).toEqual([]);
   });
 
   test("a delegation pattern covering non-delegable paths is a warning naming them: built-in, guardrail and enrolled App files", () => {
@@ -262,7 +294,7 @@ describe("policy findings", () => {
 
   test("without a tree a delegation of everything is still seen covering the code-owners file and the policy", () => {
     const policy = `${ENABLED}[[delegations]]\napp = "docs-bot"\npaths = ["**"]\n`;
-    const findings = run({ policy }).findings;
+    const findings = run({ policy }).findings.filter((f) => f.kind !== "delegation_apps_unchecked");
     expect(findings.map((f) => [f.kind, f.message])).toEqual([["delegation_non_delegable", `delegations[0].paths[0] '**' covers non-delegable paths, where an approval by docs-bot never counts: CODEOWNERS, ${POLICY}`]]);
   });
 });

@@ -4,7 +4,7 @@
 // parseRepositoryPolicy, parseOrganizationPolicy) with the message the check output shows; the tree checks run the service's
 // matcher and rule index under a MatchBudget, so a hostile pattern ends in a finding, never a hung CI job.
 import { MAX_CODEOWNERS_BYTES, MAX_MATCH_STEPS, MAX_PULL_REQUEST_FILES, MAX_VALIDATION_MATCH_STEPS } from "./bounds.ts";
-import { parseCodeowners, TOO_MANY_RULES_MESSAGE, type CodeownersRule, type ParsedCodeowners } from "./codeowners.ts";
+import { ownerKind, parseCodeowners, quoteToken, TOO_MANY_RULES_MESSAGE, type CodeownersRule, type ParsedCodeowners } from "./codeowners.ts";
 import { MatchBudget, MatchBudgetExceeded } from "./match-budget.ts";
 import { nonDelegableSet } from "./non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "./pattern.ts";
@@ -40,6 +40,10 @@ export type FindingKind =
   | "break_glass_enabled"
   /** A delegation to an App the organization policy does not enroll (needs the organization policy). */
   | "delegation_app_not_enrolled"
+  /** Delegations whose Apps' enrollment was not checked because no organization policy was given (a notice naming the flag). */
+  | "delegation_apps_unchecked"
+  /** A CODEOWNERS rule naming e-mail owners: they cannot be resolved to accounts, so they never approve. */
+  | "email_owner_never_approves"
   /**
    * A file the command would not or could not read as text: a symbolic link or other non-regular file inside the checkout,
    * or bytes that are not UTF-8 (which the service fails closed on: the evaluation's *_incomplete reasons).
@@ -242,6 +246,16 @@ function checkCodeowners(input: ValidationInput, add: Add): LoadedCodeowners | n
   for (const error of parsed.errors) {
     add(error.message === TOO_MANY_RULES_MESSAGE ? "bound_exceeded" : "invalid_codeowners_line", "error", selected.path, error.line, error.message);
   }
+  for (const rule of parsed.rules) {
+    const emails = rule.owners.filter((owner) => ownerKind(owner) === "email");
+    if (emails.length === 0) continue;
+    // As the evaluation: an e-mail owner is never resolved to an account (owner-sets.ts), so no review of theirs counts.
+    const named = listPaths(emails.map(quoteToken));
+    const none = emails.length === rule.owners.length;
+    add("email_owner_never_approves", "warning", selected.path, rule.line, emails.length === 1
+      ? `owner ${named} is an e-mail address: the service cannot resolve it to an account, so it never approves${none ? " (no owner of this rule can approve)" : ""}; name the account (@login) instead`
+      : `owners ${named} are e-mail addresses: the service cannot resolve them to accounts, so they never approve${none ? " (no owner of this rule can approve)" : ""}; name the accounts (@login) instead`);
+  }
   return { path: selected.path, parsed, parseSteps: parsing.used };
 }
 
@@ -298,7 +312,11 @@ function checkDelegations(
   if (delegations.length === 0) return;
   const lines = tomlFieldLines(repository.text);
   const trustedApps = organization?.policy.trusted_apps ?? [];
-  if (organization !== null) {
+  if (organization === null) {
+    // Not an error: the organization policy is in another repository. But an App it does not enroll fails every evaluation.
+    const apps = [...new Set(delegations.map((delegation) => delegation.app))];
+    add("delegation_apps_unchecked", "notice", repository.path, lineOf("delegations[0].app", lines), `delegations name ${apps.length === 1 ? "the App" : "the Apps"} ${listPaths(apps)}, whose enrollment was not checked: give the organization policy with --organization-policy FILE (an App it does not enroll fails the check on every pull request)`);
+  } else {
     const enrolled = new Set(trustedApps.map((app) => app.slug));
     delegations.forEach((delegation, index) => {
       if (enrolled.has(delegation.app)) return;
