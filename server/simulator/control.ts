@@ -441,7 +441,7 @@ export class SimulatorControl {
         ...(owner?.type === "Organization" ? { organization: { login: owner.login, id: owner.id } } : {}),
         installation: { id: inst.id, node_id: Buffer.from(`Installation:${inst.id}`).toString("base64") },
       };
-      const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null };
+      const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null, appId: app.id };
       this.deliveries.push(await deliverWebhook(target, event, payload, inst.id, this.options.webhookTimeoutMs ?? 5000));
       if (this.deliveries.length > 10_000) this.deliveries.splice(0, this.deliveries.length - 10_000);
     }));

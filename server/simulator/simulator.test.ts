@@ -90,7 +90,7 @@ describe("pagination", () => {
 });
 
 describe("webhooks", () => {
-  const deliveries = (event: string, action?: string) => received.filter((r) => r.headers.get("x-forge-event") === event && (action === undefined || JSON.parse(r.body).action === action));
+  const deliveries = (event: string, action?: string) => received.filter((r) => r.headers.get("x-github-event") === event && (action === undefined || JSON.parse(r.body).action === action));
 
   test("each state change sends a signed delivery shaped like the forge's", async () => {
     received.length = 0;
@@ -106,7 +106,13 @@ describe("webhooks", () => {
 
     for (const r of received) {
       expect(await verify(SECRET, r.body, r.headers.get("x-hub-signature-256")!)).toBe(true);
-      expect(r.headers.get("x-forge-delivery")).toMatch(/^[0-9a-f-]{36}$/);
+      // GitHub's headers, as it sends them to an App; none of the neutral ones.
+      expect(r.headers.get("x-github-delivery")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(r.headers.get("user-agent")).toMatch(/^GitHub-Hookshot\/[0-9a-f]+$/);
+      expect(r.headers.get("x-github-hook-installation-target-type")).toBe("integration");
+      expect(r.headers.get("x-github-hook-installation-target-id")).toMatch(/^[1-9]\d*$/);
+      expect(r.headers.get("x-github-hook-id")).toMatch(/^[1-9]\d*$/);
+      expect([r.headers.get("x-forge-event"), r.headers.get("x-forge-delivery")]).toEqual([null, null]);
     }
     const opened = JSON.parse(deliveries("pull_request", "opened").at(-1)!.body);
     expect(opened).toMatchObject({
@@ -164,7 +170,7 @@ describe("webhooks", () => {
     await sim.control.suspendInstallation({ installationId: s.installationId, suspended: true });
     await sim.control.suspendInstallation({ installationId: s.installationId, suspended: false });
     const ours = received.map((r) => JSON.parse(r.body)).filter((p) => p.installation.id === s.installationId).map((p) => p.action);
-    const events = received.filter((r) => JSON.parse(r.body).installation.id === s.installationId).map((r) => r.headers.get("x-forge-event"));
+    const events = received.filter((r) => JSON.parse(r.body).installation.id === s.installationId).map((r) => r.headers.get("x-github-event"));
     expect(events.map((e, i) => `${e}.${ours[i]}`)).toEqual([
       "member.edited", "organization.member_removed", "team.edited", "team.edited", "membership.added", "repository.archived",
       "label.edited", "installation.suspend", "installation.unsuspend",
@@ -181,7 +187,7 @@ describe("webhooks", () => {
     expect(JSON.parse(received[0]!.body)).toMatchObject({ action: "rerequested", check_run: { id: run.id, head_sha: s.headSha, app: { id: s.appId } }, installation: { id: s.installationId } });
     received.length = 0;
     await sim.control.rerequestCheckSuite({ owner: "acme", repo: "web", headSha: s.headSha, appId: s.appId });
-    expect(received.map((r) => r.headers.get("x-forge-event"))).toEqual(["check_suite"]);
+    expect(received.map((r) => r.headers.get("x-github-event"))).toEqual(["check_suite"]);
     expect(JSON.parse(received[0]!.body)).toMatchObject({ action: "rerequested", check_suite: { head_sha: s.headSha, app: { id: s.appId } } });
   });
 });

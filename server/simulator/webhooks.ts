@@ -1,4 +1,6 @@
-// Signed webhook delivery: X-Hub-Signature-256 (HMAC-SHA256 of the exact raw body), X-Forge-Event, X-Forge-Delivery.
+// Signed webhook delivery as GitHub sends one to an App: X-Hub-Signature-256 (HMAC-SHA256 of the exact raw body),
+// X-GitHub-Event, X-GitHub-Delivery, X-GitHub-Hook-ID, X-GitHub-Hook-Installation-Target-ID/-Type (the App) and a
+// GitHub-Hookshot user agent. The service also accepts the neutral X-Forge-Event and X-Forge-Delivery; the unit tests send those.
 import { createHmac, randomUUID } from "node:crypto";
 
 export interface WebhookDelivery {
@@ -6,7 +8,10 @@ export interface WebhookDelivery {
   status: number | null; error: string | null; body: string;
 }
 
-export interface WebhookTarget { url: string | null; secret: string | null }
+export interface WebhookTarget { url: string | null; secret: string | null; appId: number }
+
+/** The simulator's one webhook per App: its hook ID is the App's (GitHub numbers hooks on its own; any stable value does). */
+const hookId = (appId: number) => String(1_000_000 + appId);
 
 export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
@@ -22,8 +27,9 @@ export async function deliverWebhook(
   };
   if (!target.url) return delivery;
   const headers: Record<string, string> = {
-    "content-type": "application/json", "user-agent": "ForgeSimulator-Hookshot/1.0",
-    "x-forge-event": event, "x-forge-delivery": delivery.id,
+    "content-type": "application/json", "user-agent": "GitHub-Hookshot/5151a1e",
+    "x-github-event": event, "x-github-delivery": delivery.id, "x-github-hook-id": hookId(target.appId),
+    "x-github-hook-installation-target-id": String(target.appId), "x-github-hook-installation-target-type": "integration",
   };
   if (target.secret) headers["x-hub-signature-256"] = signBody(target.secret, body);
   try {
