@@ -272,6 +272,10 @@ describe("policy findings", () => {
     expect(only(run({ policy, organization: ORGANIZATION }).findings, "delegation_apps_unchecked")).toEqual([]);
     // No delegation, nothing to check.
     expect(only(run({ policy: ENABLED }).findings, "delegation_apps_unchecked")).toEqual([]);
+    // An organization policy that was given but is invalid has its own errors; the notice would send the reader for a flag already given.
+    expect(run({ policy, organization: "schema_version = 2\n" }).findings.map((f) => f.kind)).toEqual(["policy_error"]);
+    // Matching past the validator's bound drops the delegation step's findings, never the notice.
+    expect(only(run({ policy, matchSteps: 1 }).findings, "delegation_apps_unchecked")).toHaveLength(1);
   });
 
   test("a delegation pattern covering non-delegable paths is a warning naming them: built-in, guardrail and enrolled App files", () => {

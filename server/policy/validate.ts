@@ -178,6 +178,7 @@ export function validate(input: ValidationInput): ValidationReport {
       }
     }
   };
+  if (repository !== null && input.organizationPolicy === null) noticeUncheckedDelegations(repository, add);
   if (repository !== null) bounded(() => checkDelegations(input, tree, repository, organization, budget, add));
   let unownedPaths: number | null = null;
   if (tree !== null) bounded(() => (unownedPaths = checkTree(tree, codeowners, budget, add)));
@@ -296,6 +297,17 @@ function checkPolicy<T>(
 }
 
 /**
+ * Without the organization policy (it lives in another repository) the delegations' Apps cannot be checked against its
+ * enrollment: not an error, but an App it does not enroll fails the check on every pull request, so say so and how to check.
+ */
+function noticeUncheckedDelegations(repository: LoadedPolicy<RepositoryPolicy>, add: Add): void {
+  const apps = [...new Set((repository.policy.delegations ?? []).map((delegation) => delegation.app))];
+  if (apps.length === 0) return;
+  const line = lineOf("delegations[0].app", tomlFieldLines(repository.text));
+  add("delegation_apps_unchecked", "notice", repository.path, line, `delegations name ${apps.length === 1 ? "the App" : "the Apps"} ${listPaths(apps)}, whose enrollment was not checked: give the organization policy with --organization-policy FILE (an App it does not enroll fails the check on every pull request)`);
+}
+
+/**
  * Delegations against the organization's enrollment (as analyze.ts judges it) and against the non-delegable set: a delegation
  * pattern that covers a non-delegable path (a code-owners location, the policy path, an enrolled App's `<slug>.toml`, the
  * forge's workflows and actions, the organization's guardrails) can never let an App approval count there.
@@ -312,11 +324,7 @@ function checkDelegations(
   if (delegations.length === 0) return;
   const lines = tomlFieldLines(repository.text);
   const trustedApps = organization?.policy.trusted_apps ?? [];
-  if (organization === null) {
-    // Not an error: the organization policy is in another repository. But an App it does not enroll fails every evaluation.
-    const apps = [...new Set(delegations.map((delegation) => delegation.app))];
-    add("delegation_apps_unchecked", "notice", repository.path, lineOf("delegations[0].app", lines), `delegations name ${apps.length === 1 ? "the App" : "the Apps"} ${listPaths(apps)}, whose enrollment was not checked: give the organization policy with --organization-policy FILE (an App it does not enroll fails the check on every pull request)`);
-  } else {
+  if (organization !== null) {
     const enrolled = new Set(trustedApps.map((app) => app.slug));
     delegations.forEach((delegation, index) => {
       if (enrolled.has(delegation.app)) return;
