@@ -19,6 +19,7 @@ import { EVENT_LABELS } from "./event-mapping.ts";
  */
 
 type Json = Record<string, unknown>;
+/** The App whose checks GitHub's check_run and check_suite examples are about (their `app.id`): the service is configured as it. */
 const APP_ID = 29310;
 
 const described = (openapiWebhooks as unknown as { webhooks: Record<string, { post: { "x-github": { subcategory: string }; requestBody: { content: Record<string, { examples?: Record<string, { $ref: string }> }> } } }>; components: { examples: Record<string, { value: Json }> } });
@@ -30,10 +31,13 @@ function openapiExample(webhook: string): Json {
   return described.components.examples[ref.slice(ref.lastIndexOf("/") + 1)]!.value;
 }
 
-/** The documented example of an event (and action): the first written for an App (with `installation`), else the first. */
-function documentedExample(event: string, action?: string): Json {
+/**
+ * The documented example of an event (and action) that `where` accepts: the first written for an App (with
+ * `installation`), else the first.
+ */
+function documentedExample(event: string, action?: string, where: (example: Json) => boolean = () => true): Json {
   const examples = (payloadExamples as unknown as { name: string; examples: Json[] }[]).find((e) => e.name === event)?.examples ?? [];
-  const matching = examples.filter((example) => example.action === action);
+  const matching = examples.filter((example) => example.action === action && where(example));
   const example = matching.find((e) => typeof e.installation === "object" && e.installation !== null) ?? matching[0];
   if (example === undefined) throw new Error(`no documented example of ${event}${action ? `.${action}` : ""}`);
   return example;
@@ -100,10 +104,14 @@ type Case = {
   readonly checkName?: string;
 };
 
-const documented = (event: string, action: string | undefined, work: Case["work"], extra: Partial<Case> = {}): Case => ({
-  name: `${event}${action ? `.${action}` : ""}${extra.policyRepository ? ` of the organization policy repository` : ""}`,
-  event, payload: asAppDelivery(documentedExample(event, action)), work, ...extra,
-});
+const documented = (event: string, action: string | undefined, work: Case["work"], extra: Partial<Case> & { where?: (example: Json) => boolean } = {}): Case => {
+  const { where, ...rest } = extra;
+  return {
+    name: `${event}${action ? `.${action}` : ""}${extra.policyRepository ? " of the organization policy repository" : ""}`,
+    event, payload: asAppDelivery(documentedExample(event, action, where)), work, ...rest,
+  };
+};
+const toBranch = (example: Json) => typeof example.ref === "string" && example.ref.startsWith("refs/heads/");
 
 const checkRunRerequested = asAppDelivery(openapiExample("check-run-rerequested"));
 
@@ -127,12 +135,9 @@ const CASES: Case[] = [
   documented("check_suite", "rerequested", (p) => [job("head_invalidation", installationOf(p), { ...inRepo(repoOf(p)), head_sha: (p.check_suite as { head_sha: string }).head_sha })]),
   documented("check_suite", "requested", () => []),
   // push: a branch of a target repository is base-ref work; of the policy repository's default branch, installation-wide.
-  { ...documented("push", undefined, (p) => [job("base_ref", installationOf(p), { ...inRepo(repoOf(p)), base_ref: (p.ref as string).slice("refs/heads/".length) })]),
-    payload: asAppDelivery(((payloadExamples as unknown as { name: string; examples: Json[] }[]).find((e) => e.name === "push")!.examples).find((e) => typeof e.ref === "string" && e.ref.startsWith("refs/heads/") && e.installation)!) },
-  { ...documented("push", undefined, (p) => installationWide(p), { policyRepository: "Hello-World" }),
-    payload: asAppDelivery(((payloadExamples as unknown as { name: string; examples: Json[] }[]).find((e) => e.name === "push")!.examples).find((e) => e.ref === "refs/heads/master" && e.installation)!) },
-  { ...documented("push", undefined, () => []), name: "push of a tag",
-    payload: asAppDelivery(((payloadExamples as unknown as { name: string; examples: Json[] }[]).find((e) => e.name === "push")!.examples).find((e) => typeof e.ref === "string" && e.ref.startsWith("refs/tags/"))!) },
+  documented("push", undefined, (p) => [job("base_ref", installationOf(p), { ...inRepo(repoOf(p)), base_ref: (p.ref as string).slice("refs/heads/".length) })], { where: toBranch }),
+  documented("push", undefined, (p) => installationWide(p), { where: (example) => example.ref === "refs/heads/master", policyRepository: "Hello-World" }),
+  { ...documented("push", undefined, () => [], { where: (example) => !toBranch(example) }), name: "push of a tag" },
   // repository
   ...["renamed", "transferred"].map((action) => documented("repository", action, (p) => installationWide(p))),
   ...["created", "edited", "publicized", "privatized"].map((action) => documented("repository", action, () => [])),
