@@ -173,6 +173,14 @@ describe("base-ref and authority work", () => {
     const payload = { ...organizationWideEvent("organization", "member_removed"), membership: { state: "inactive", user: { login: "dave" } } };
     expect(map("organization", payload)).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation", subjects: "user:dave\n" } });
   });
+  test("an organization invitation is scoped to the invited user, named as GitHub names it (user, or the invitation's login)", () => {
+    const invited = organizationWideEvent("organization", "member_invited");
+    expect(map("organization", { ...invited, user: { login: "Dave" }, invitation: { login: "Dave" } })).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation", subjects: "user:dave\n" } });
+    expect(map("organization", { ...invited, user: null, invitation: { login: "dave" } })).toMatchObject({ scope: { kind: "installation", subjects: "user:dave\n" } });
+    // An invitation by e-mail names no account, and a payload whose two names disagree pins down no one: installation-wide.
+    expect(map("organization", { ...invited, user: null, invitation: { login: null, email: "x@example.com" } })).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation" } });
+    expect(map("organization", { ...invited, user: { login: "dave" }, invitation: { login: "erin" } })).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "installation" } });
+  });
   test("a collaborator change is scoped to the member on that repository", () => {
     expect(map("member", organizationWideEvent("member", "edited"))).toEqual({ kind: "authority", installationId: INSTALLATION, scope: { kind: "repositories", repositories: [webRef], subjects: "user:dave\n" } });
   });

@@ -264,7 +264,16 @@ function directoryScope(event: string, action: string | undefined, payload: Json
       if (payload.scope !== "team" || !isObject(payload.member)) return wide;
       return scoped(userSubject(payload.member.login), team);
     case "organization": {
-      if (action !== "member_added" && action !== "member_removed" && action !== "member_invited") return wide;
+      if (action === "member_invited") {
+        // GitHub names the invited account as `user` (null for an invitation by e-mail) and as `invitation.login`; it sends
+        // no `membership` for an invitation. Names that disagree, or none, pin down no one.
+        const user = isObject(payload.user) ? payload.user.login : undefined;
+        const invitation = isObject(payload.invitation) ? payload.invitation.login : undefined;
+        const login = typeof user === "string" ? user : invitation;
+        if (typeof login !== "string" || (typeof user === "string" && typeof invitation === "string" && user.toLowerCase() !== invitation.toLowerCase())) return wide;
+        return scoped(userSubject(login));
+      }
+      if (action !== "member_added" && action !== "member_removed") return wide;
       const membership = payload.membership;
       return isObject(membership) && isObject(membership.user) ? scoped(userSubject(membership.user.login)) : wide;
     }

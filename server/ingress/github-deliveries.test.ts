@@ -157,7 +157,8 @@ const CASES: Case[] = [
     ? installationWide(p, `user:${(p.member as { login: string }).login.toLowerCase()}`, `team:${(p.organization as { login: string }).login.toLowerCase()}/${(p.team as { slug: string }).slug}`)
     : installationWide(p)))),
   documented("organization", "member_added", (p) => installationWide(p, `user:${((p.membership as { user: { login: string } }).user.login).toLowerCase()}`)),
-  ...["member_invited", "renamed"].map((action) => documented("organization", action, (p) => installationWide(p))),
+  documented("organization", "member_invited", (p) => installationWide(p, `user:${((p.invitation as { login: string }).login).toLowerCase()}`)),
+  documented("organization", "renamed", (p) => installationWide(p)),
   documented("team", "created", (p) => installationWide(p, `team:${(p.organization as { login: string }).login.toLowerCase()}/${(p.team as { slug: string }).slug}`)),
   ...["added_to_repository", "removed_from_repository"].map((action) => documented("team", action, (p) => repositoryWide(p, repoOf(p)))),
   ...["deleted", "edited"].map((action) => documented("team", action, (p) => installationWide(p))),
@@ -201,4 +202,62 @@ test("every event the service maps is an event GitHub's webhooks description doc
   for (const event of EVENT_LABELS) expect({ event, documented: documentedEvents.has(event) }).toEqual({ event, documented: true });
   // installation_target has no example payload in either package; its mapping is tested with a hand-written one in event-mapping.test.ts.
   expect([...EVENT_LABELS].filter((event) => !tested.has(event)).sort()).toEqual(["installation_target"]);
+});
+
+// GitHub's webhooks description declares, for each event and action, the payload's schema. Every field the mapping reads
+// (event-mapping.ts) must be one GitHub declares for that delivery: a misspelt or invented field would never be sent, and
+// the mapping would then refuse the delivery, or take its wider fallback, for every real one. This covers the mapped
+// actions no example payload shows (pull_request.edited, repository.unarchived, installation_target, …).
+type Schema = { $ref?: string; properties?: Record<string, Schema>; items?: Schema; allOf?: Schema[]; anyOf?: Schema[]; oneOf?: Schema[] };
+const schemas = (openapiWebhooks as unknown as { components: { schemas: Record<string, Schema> } }).components.schemas;
+const resolve = (schema: Schema): Schema => (schema.$ref === undefined ? schema : resolve(schemas[schema.$ref.slice(schema.$ref.lastIndexOf("/") + 1)]!));
+/** The schemas `name` may have inside `schema` (in any branch of allOf, anyOf, oneOf; an array's items stand for the array). */
+function property(schema: Schema, name: string): Schema[] {
+  const s = resolve(schema);
+  if (s.items !== undefined) return property(s.items, name);
+  return [...(s.properties?.[name] ? [s.properties[name]] : []), ...[...(s.allOf ?? []), ...(s.anyOf ?? []), ...(s.oneOf ?? [])].flatMap((branch) => property(branch, name))];
+}
+const declares = (schema: Schema, path: string): boolean => {
+  const [name, ...rest] = path.split(".");
+  return property(schema, name!).some((inner) => rest.length === 0 || declares(inner, rest.join(".")));
+};
+const payloadSchema = (webhook: string): Schema => {
+  const schema = described.webhooks[webhook]?.post.requestBody.content["application/json"] as { schema?: Schema } | undefined;
+  if (schema?.schema === undefined) throw new Error(`GitHub's webhooks description has no ${webhook}`);
+  return schema.schema;
+};
+
+const REPOSITORY = ["installation.id", "repository.id", "repository.name", "repository.owner.login"];
+const PULL = [...REPOSITORY, "pull_request.number", "pull_request.head.sha"];
+const FIELDS_READ: Record<string, string[]> = {
+  ...Object.fromEntries(["opened", "reopened", "edited", "ready-for-review", "converted-to-draft", "labeled", "unlabeled"].map((action) => [`pull-request-${action}`, [...PULL, "pull_request.state", "pull_request.base.ref"]])),
+  "pull-request-synchronize": [...PULL, "pull_request.state", "pull_request.base.ref", "before"],
+  "pull-request-closed": [...PULL, "pull_request.merged", "pull_request.merged_at", "pull_request.merged_by.id", "pull_request.merged_by.login", "pull_request.merge_commit_sha"],
+  ...Object.fromEntries(["submitted", "edited", "dismissed"].map((action) => [`pull-request-review-${action}`, PULL])),
+  "check-run-rerequested": [...REPOSITORY, "check_run.app.id", "check_run.name", "check_run.head_sha"],
+  "check-suite-rerequested": [...REPOSITORY, "check_suite.app.id", "check_suite.head_sha"],
+  push: [...REPOSITORY, "repository.default_branch", "ref"],
+  "repository-renamed": [...REPOSITORY, "changes.repository.name.from"],
+  "repository-edited": [...REPOSITORY, "changes.default_branch"],
+  ...Object.fromEntries(["deleted", "transferred", "unarchived"].map((action) => [`repository-${action}`, REPOSITORY])),
+  "installation-repositories-added": ["installation.id", "installation.account.login", "repositories_added.id", "repositories_added.name", "repositories_added.full_name"],
+  "installation-repositories-removed": ["installation.id", "repositories_removed.id", "repositories_removed.name"],
+  ...Object.fromEntries(["created", "edited", "deleted"].map((action) => [`label-${action}`, REPOSITORY])),
+  ...Object.fromEntries(["created", "new-permissions-accepted", "unsuspend"].map((action) => [`installation-${action}`, ["installation.id"]])),
+  "installation-target-renamed": ["installation.id"],
+  ...Object.fromEntries(["added", "removed"].map((action) => [`membership-${action}`, ["installation.id", "scope", "member.login", "team.slug", "organization.login"]])),
+  ...Object.fromEntries(["member-added", "member-removed"].map((action) => [`organization-${action}`, ["installation.id", "organization.login", "membership.user.login"]])),
+  "organization-member-invited": ["installation.id", "organization.login", "user.login", "invitation.login"],
+  ...Object.fromEntries(["added", "edited", "removed"].map((action) => [`member-${action}`, [...REPOSITORY, "member.login"]])),
+  "team-created": ["installation.id", "organization.login", "team.slug"],
+  "team-edited": ["installation.id", "organization.login", "team.slug", "changes.privacy", "changes.description", "changes.notification_setting", "changes.repository"],
+  ...Object.fromEntries(["added-to-repository", "removed-from-repository"].map((action) => [`team-${action}`, [...REPOSITORY, "organization.login", "team.slug"]])),
+  "team-add": [...REPOSITORY, "organization.login", "team.slug"],
+};
+
+test("every field the mapping reads is one GitHub's webhooks description declares for that event and action", () => {
+  const undeclared = Object.entries(FIELDS_READ).flatMap(([webhook, paths]) => paths.filter((path) => !declares(payloadSchema(webhook), path)).map((path) => `${webhook}: ${path}`));
+  expect(undeclared).toEqual([]);
+  // The check can fail: a field GitHub does not send is not declared.
+  expect(declares(payloadSchema("pull-request-opened"), "pull_request.head.commit")).toBe(false);
 });
