@@ -4,13 +4,16 @@ import openapiWebhooks from "@octokit/openapi-webhooks/generated/api.github.com.
 import payloadExamples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { BACKENDS } from "../../e2e/support/databases.ts";
 import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
-import { webhookRoutes } from "../http/webhook-route.ts";
+import { loadConfig } from "../config/index.ts";
+import { createApp } from "../http/app.ts";
+import type { WebhookDeps } from "./handle-webhook.ts";
 import { EVENT_LABELS } from "./event-mapping.ts";
 
 /**
  * GitHub's own deliveries, as GitHub sends them to an App: its example payloads, its headers (X-GitHub-Event,
  * X-GitHub-Delivery, X-GitHub-Hook-ID, X-GitHub-Hook-Installation-Target-ID/-Type, User-Agent: GitHub-Hookshot/…, no
- * X-Forge-* header), a valid X-Hub-Signature-256, through the real route, and the work each one queued.
+ * X-Forge-* header), a valid X-Hub-Signature-256, through the service's HTTP application (every route group, as served,
+ * at a public host name), and the work each one queued.
  *
  * The payloads: GitHub's webhooks OpenAPI description (@octokit/openapi-webhooks) carries example payloads for check_run and
  * ping only; every other event's examples come from @octokit/webhooks-examples (the payload examples of GitHub's webhook
@@ -19,6 +22,12 @@ import { EVENT_LABELS } from "./event-mapping.ts";
  */
 
 type Json = Record<string, unknown>;
+
+/** The service's HTTP application (every route group, as served), its webhook route given these dependencies. */
+function serviceApp(h: Harness, webhook: WebhookDeps) {
+  const config = loadConfig({ SERVICE_DATABASE_URL: "sqlite::memory:" });
+  return createApp({ config, build: { version: "0.1.0", buildRevision: null }, health: { config, store: h.store, credentials: null, worker: null, reconciler: null }, metrics: h.metrics, webhook });
+}
 /** The App whose checks GitHub's check_run and check_suite examples are about (their `app.id`): the service is configured as it. */
 const APP_ID = 29310;
 
@@ -172,7 +181,7 @@ describe.each(BACKENDS)("GitHub's deliveries on %s", (backend) => {
   for (const c of CASES) {
     test(`${c.name} is accepted with GitHub's headers and queues ${c.work(c.payload).length === 0 ? "no work" : c.work(c.payload).map((j) => j.kind).join(" and ")}`, async () => {
       h = await ingressHarness(backend, { appId: APP_ID });
-      const route = webhookRoutes({ ...h.deps, mapping: { ...h.deps.mapping, organizationPolicyRepository: c.policyRepository ?? ".github", checkName: c.checkName ?? h.deps.mapping.checkName } });
+      const route = serviceApp(h, { ...h.deps, mapping: { ...h.deps.mapping, organizationPolicyRepository: c.policyRepository ?? ".github", checkName: c.checkName ?? h.deps.mapping.checkName } });
       const deliveryId = randomUUID();
       const response = await route.handle(githubRequest(c.event, c.payload, deliveryId));
       const expected = c.work(c.payload);
@@ -188,7 +197,7 @@ describe.each(BACKENDS)("GitHub's deliveries on %s", (backend) => {
 
   test("a redelivery of a GitHub delivery (same X-GitHub-Delivery) is recognised and queues nothing more", async () => {
     h = await ingressHarness(backend, { appId: APP_ID });
-    const route = webhookRoutes(h.deps);
+    const route = serviceApp(h, h.deps);
     const payload = asAppDelivery(documentedExample("pull_request", "opened"));
     expect(await (await route.handle(githubRequest("pull_request", payload, "72d3162e-cc78-11e3-81ab-4c9367dc0958"))).json()).toEqual({ accepted: true, queued: true });
     expect(await (await route.handle(githubRequest("pull_request", payload, "72d3162e-cc78-11e3-81ab-4c9367dc0958"))).json()).toEqual({ accepted: false, queued: false });
