@@ -119,7 +119,7 @@ type Harness = { sim: ForgeSimulator; scenario: Scenario; database: TestDatabase
 async function harness(binary: string, reconcileIntervalSeconds: number | null): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "svc-economy-"));
   const keys = generateAppKeys();
-  const sim = startForgeSimulator({ webhookSecret: SECRET });
+  const sim = startForgeSimulator({ webhookSecret: SECRET, webhookNeutralHeaders: true });
   const scenario = await createScenario(sim, { keys });
   writeFileSync(join(dir, "key.pem"), keys.privateKey);
   writeFileSync(join(dir, "secret"), SECRET);

@@ -49,7 +49,7 @@ async function until(done: () => boolean, what: string): Promise<void> {
 async function round(binary: string): Promise<Round> {
   const dir = mkdtempSync(join(tmpdir(), "svc-wbench-"));
   const keys = generateAppKeys();
-  const sim = startForgeSimulator({ webhookSecret: SECRET });
+  const sim = startForgeSimulator({ webhookSecret: SECRET, webhookNeutralHeaders: true });
   const database = await createTestDatabase(process.env.TEST_POSTGRES_URL ? "postgresql" : "sqlite");
   try {
     const scenario = await createScenario(sim, { keys, extraFiles: 48 });

@@ -89,7 +89,8 @@ export function startDispatcher(services: () => readonly (RunningBinary | null)[
     async fetch(req) {
       const body = await req.arrayBuffer();
       const headers: Record<string, string> = {};
-      for (const name of ["content-type", "user-agent", "x-forge-event", "x-forge-delivery", "x-hub-signature-256"]) {
+      // A proxy passes the delivery's headers unchanged: the simulator sends GitHub's names, other senders the neutral ones.
+      for (const name of ["content-type", "user-agent", "x-forge-event", "x-forge-delivery", "x-github-event", "x-github-delivery", "x-github-hook-id", "x-github-hook-installation-target-id", "x-github-hook-installation-target-type", "x-hub-signature-256"]) {
         const value = req.headers.get(name);
         if (value !== null) headers[name] = value;
       }
@@ -97,7 +98,7 @@ export function startDispatcher(services: () => readonly (RunningBinary | null)[
       const first = targets[next++ % targets.length]!;
       const chosen = dispatcher.duplicateEvery > 0 && ++count % dispatcher.duplicateEvery === 0 && targets.length > 1
         ? [first, targets[next % targets.length]!] : [first];
-      const statuses = await Promise.all(chosen.map((index) => forward(index, { body, headers }, headers["x-forge-delivery"] ?? "", headers["x-forge-event"] ?? "")));
+      const statuses = await Promise.all(chosen.map((index) => forward(index, { body, headers }, headers["x-forge-delivery"] ?? headers["x-github-delivery"] ?? "", headers["x-forge-event"] ?? headers["x-github-event"] ?? "")));
       return new Response(null, { status: statuses[0] });
     },
   });

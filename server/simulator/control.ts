@@ -17,7 +17,7 @@ export class ControlError extends Error {
   constructor(readonly status: number, message: string) { super(message); }
 }
 
-export interface ControlOptions { baseUrl: () => string; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number }
+export interface ControlOptions { baseUrl: () => string; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number; webhookNeutralHeaders?: boolean | undefined }
 
 export class SimulatorControl {
   readonly deliveries: WebhookDelivery[] = [];
@@ -441,7 +441,7 @@ export class SimulatorControl {
         ...(owner?.type === "Organization" ? { organization: { login: owner.login, id: owner.id } } : {}),
         installation: { id: inst.id, node_id: Buffer.from(`Installation:${inst.id}`).toString("base64") },
       };
-      const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null, appId: app.id };
+      const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null, appId: app.id, neutralHeaders: this.options.webhookNeutralHeaders === true };
       this.deliveries.push(await deliverWebhook(target, event, payload, inst.id, this.options.webhookTimeoutMs ?? 5000));
       if (this.deliveries.length > 10_000) this.deliveries.splice(0, this.deliveries.length - 10_000);
     }));

@@ -133,6 +133,23 @@ describe("webhooks", () => {
     expect(sim.control.deliveries.every((d) => d.status === 202)).toBe(true);
   });
 
+  test("with webhookNeutralHeaders, a delivery also carries X-Forge-Event and X-Forge-Delivery, equal to GitHub's (for older builds)", async () => {
+    const both = startForgeSimulator({ webhookUrl: `http://127.0.0.1:${receiver.port}/webhooks/forge`, webhookSecret: SECRET, webhookNeutralHeaders: true });
+    try {
+      const scenario = await createScenario(both, { keys: generateAppKeys() });
+      received.length = 0;
+      await both.control.label({ owner: "acme", repo: "web", number: scenario.pullNumber, name: "x" });
+      expect(received.length).toBeGreaterThan(0);
+      for (const r of received) {
+        expect(r.headers.get("x-forge-event")).toBe(r.headers.get("x-github-event"));
+        expect(r.headers.get("x-forge-delivery")).toBe(r.headers.get("x-github-delivery"));
+        expect(r.headers.get("x-forge-delivery")).toMatch(/^[0-9a-f-]{36}$/);
+      }
+    } finally {
+      await both.stop();
+    }
+  });
+
   test("every change to a pull request moves its updated_at, as the forge's does (the reconciler compares it)", async () => {
     await sim.control.commit({ owner: "acme", repo: "web", branch: "touched", files: { "docs/touched.md": "1\n" } });
     const pr = await sim.control.openPullRequest({ owner: "acme", repo: "web", head: "touched", author: "erin" });

@@ -14,6 +14,11 @@ import { HttpFail, ROUTES, type Auth, type Ctx, type Result, type Route, type To
 
 export interface ForgeSimulatorOptions {
   port?: number; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number;
+  /**
+   * Also send the neutral X-Forge-Event and X-Forge-Delivery (the same values) beside GitHub's headers: builds that predate
+   * reading GitHub's headers read only these, so benchmarks that run older builds beside the new one set it.
+   */
+  webhookNeutralHeaders?: boolean;
   /** The clock of the primary rate limits (rate-limits.ts); wall-clock time when absent. */
   rateLimitClock?: () => number;
 }
@@ -64,7 +69,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   const counter = new RequestCounter();
   const tokenRequests: TokenRequest[] = [];
   let base = "";
-  const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs });
+  const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs, webhookNeutralHeaders: options.webhookNeutralHeaders });
   const pending = new Set<Promise<unknown>>();
 
   const server = Bun.serve({

@@ -8,7 +8,11 @@ export interface WebhookDelivery {
   status: number | null; error: string | null; body: string;
 }
 
-export interface WebhookTarget { url: string | null; secret: string | null; appId: number }
+export interface WebhookTarget {
+  url: string | null; secret: string | null; appId: number;
+  /** Also X-Forge-Event and X-Forge-Delivery, with the same values (for builds that read only those). */
+  neutralHeaders?: boolean;
+}
 
 /** The simulator's one webhook per App: its hook ID is the App's (GitHub numbers hooks on its own; any stable value does). */
 const hookId = (appId: number) => String(1_000_000 + appId);
@@ -31,6 +35,7 @@ export async function deliverWebhook(
     "x-github-event": event, "x-github-delivery": delivery.id, "x-github-hook-id": hookId(target.appId),
     "x-github-hook-installation-target-id": String(target.appId), "x-github-hook-installation-target-type": "integration",
   };
+  if (target.neutralHeaders) Object.assign(headers, { "x-forge-event": event, "x-forge-delivery": delivery.id });
   if (target.secret) headers["x-hub-signature-256"] = signBody(target.secret, body);
   try {
     const res = await fetch(target.url, { method: "POST", headers, body, signal: AbortSignal.timeout(timeoutMs) });
