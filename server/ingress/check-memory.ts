@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type CallOptions, type CheckOutput, type CheckTarget, type ForgeClient, isCheckGone, type ManagedCheck } from "../forge/index.ts";
-import { clearCheckDigest, forgetHeadCheck, lone, readHeadCheck, readHeadCheckState, recordCheckCreation, rememberHeadCheck, type Store } from "../store/index.ts";
+import { forgetHeadCheck, markGuardedReset, readHeadCheck, readHeadCheckState, recordCheckCreation, rememberHeadCheck, type Store } from "../store/index.ts";
 
 /**
  * The managed check's memory per head (issue 18; store ops/published-ops.ts): its check-run ID, remembered when it is found or
@@ -123,11 +123,11 @@ export async function resetCheck(
 
 /**
  * Under the head publication guard: sets the check to in_progress with `output` (always written: the output names why), by
- * its remembered ID, else the one listed, else a new one, and remembers it. The published digest is cleared first: from the
- * write on, the check shows something else.
+ * its remembered ID, else the one listed, else a new one, and remembers it. The published digest is cleared first, and the
+ * head's last reset is now (markGuardedReset): from the write on, the check shows something else.
  */
 export async function ensureRememberedCheckInProgress(forge: GuardedCheckForge, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
-  await memory.store.execute(() => lone(clearCheckDigest(head.repositoryId, head.headSha, memory.now())));
+  await memory.store.execute(() => markGuardedReset(head.repositoryId, head.headSha, memory.now()));
   const known = await knownCheck(memory, head);
   const remembered = known.check;
   const { check } = noCheckCanExist(known) ? { check: null } : await writeCheck(forge, memory, head, remembered, (found) => forge.setCheckInProgress(head, found, output, call), call);

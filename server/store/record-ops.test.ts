@@ -3,8 +3,8 @@ import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/suppor
 import { decodeRecordBody } from "../records/codec.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
 import {
-  acquireElectionLease, all, confirmDecision, type MergeInput, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision, recordRecoveredMerges,
-  rememberHeadCheck, type Store,
+  acquireElectionLease, all, confirmDecision, finishHeadInvalidation, markHeadInvalidated, type MergeInput, markGuardedReset, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision,
+  recordRecoveredMerges, rememberHeadCheck, run, type Store, supersedeForFanout,
 } from "./index.ts";
 
 /** Decision records and merge records, the write side (DESIGN 3.10, migration 0008). */
@@ -141,6 +141,57 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     expect(await store.execute(() => recordMerge(merge({ pullNumber: 1, mergedAtMs: MERGED, recovered: true })))).toMatchObject({ unapproved: true });
     expect(await store.execute(() => recordMerge(merge({ pullNumber: 2, mergedAtMs: MERGED, recovered: true })))).toMatchObject({ unapproved: true });
     expect((await merges()).map((r) => r.decision_conclusion)).toEqual(["failure", "failure"]);
+  });
+
+  /** A confirmed success of `pull` on `head`, published at `publishedMs`. */
+  const succeed = async (pull: number, publishedMs: number, head = HEAD) => {
+    const token = `pending:${pull}:${publishedMs}`;
+    await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ pull_request: pull, head_sha: head, published_at: new Date(publishedMs).toISOString() }), sharedGeneration: publishedMs, digest: token, token }));
+    await store.execute(() => confirmDecision({ repositoryId: 40, headSha: head, token, now: publishedMs + 1 }));
+  };
+  /** The head's generations row with S = shared and I = invalidated (as an acceptance leaves it, before its fast path). */
+  const generations = (head: string, shared: number, invalidated: number) => store.execute(() => run(
+    "insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, check_untried) values (4, 40, $1, $2, $3, 0, 0)",
+    head, shared, invalidated,
+  ));
+  const repository = { installationId: 4, repositoryId: 40, owner: "acme", name: "web" };
+  const resetColumn = () => store.execute(() => all<{ head_sha: string; reset_at_ms: number | null }>("select head_sha, reset_at_ms from head_generations order by head_sha"));
+
+  test("a merge after a reset that followed the head's success is unapproved, naming the success and the reset; a success after the reset approves again", async () => {
+    await open();
+    await succeed(7, 1_000);
+    await succeed(8, 1_000);
+    await generations(HEAD, 2, 1);
+    // The fast path reset the check for S = 2 (a dismissal, a new pull request on the head, a push back to it).
+    expect(await store.execute(() => markHeadInvalidated({ repositoryId: 40, headSha: HEAD, generation: 2, now: 2_000 }))).toBe(true);
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 7, now: 2_500 })))).toMatchObject({ unapproved: true });
+    await succeed(8, 3_000);
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 8, now: 3_500 })))).toMatchObject({ unapproved: false });
+    const rows = await store.execute(() => all<{ pull_number: number; decision_conclusion: string; unapproved: unknown; reset_at_ms: number | null }>("select pull_number, decision_conclusion, unapproved, reset_at_ms from merge_records order by id"));
+    expect(rows.map((r) => [r.pull_number, r.decision_conclusion, truth(r.unapproved), r.reset_at_ms === null ? null : Number(r.reset_at_ms)])).toEqual([[7, "success", true, 2_000], [8, "success", false, null]]);
+  });
+
+  test("every reset path marks the head: the invalidation job, an authority fan-out, the worker's in-progress write; a head whose generation was invalidated already is not reset", async () => {
+    await open();
+    const [a, b, c, d] = ["a".repeat(40), "b".repeat(40), "c".repeat(40), "e".repeat(40)] as const;
+    for (const head of [a, b, c, d]) await generations(head, 1, 1);
+    await store.execute(() => run("update head_generations set shared_generation = 2 where head_sha = $1", a));
+    await store.execute(() => finishHeadInvalidation(repository, a, 2, [], 5_000)); // the invalidation reset a's check for S = 2
+    await store.execute(() => finishHeadInvalidation(repository, b, 1, [], 5_000)); // b was invalidated already: its check was kept
+    await store.execute(() => supersedeForFanout(repository, [{ number: 9, headSha: c }], 6_000, { scoped: true }));
+    await store.execute(() => markGuardedReset(40, d, 7_000));
+    expect((await resetColumn()).map((r) => [r.head_sha, r.reset_at_ms === null ? null : Number(r.reset_at_ms)])).toEqual([[a, 5_000], [b, null], [c, 6_000], [d, 7_000]]);
+    // A repository-wide fan-out resets every check it names: those heads are marked, and no other.
+    await store.execute(() => supersedeForFanout(repository, [{ number: 10, headSha: b }], 8_000, { heads: [a] }));
+    expect((await resetColumn()).map((r) => Number(r.reset_at_ms))).toEqual([8_000, 8_000, 6_000, 7_000]);
+  });
+
+  test("a recovered merge counts a reset after its decision as withdrawing it, even one after the merge: the store cannot tell an earlier one from it", async () => {
+    await open();
+    await succeed(7, 1_000);
+    await generations(HEAD, 2, 1);
+    await store.execute(() => markHeadInvalidated({ repositoryId: 40, headSha: HEAD, generation: 2, now: 900_000 }));
+    expect(await store.execute(() => recordMerge(merge({ pullNumber: 7, mergedAtMs: 2_000, recovered: true })))).toMatchObject({ unapproved: true });
   });
 
   test("a merge approved by a break-glass override says so, as its record does", async () => {

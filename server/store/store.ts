@@ -12,7 +12,12 @@ import type { Op, OpOptions } from "./op.ts";
  *      for a guard (authority acceptance takes its exclusive guard first), so it never waits long for a row while holding one;
  *   1. `leases`: the reconciler's election row (its writes renew it first);
  *   2. `installation_epochs` (A), by installation;
- *   3. `head_generations` (S, I), by repository and head;
+ *   3. `head_generations` (S, I), by repository and head; its `reset_at_ms` (migration 0010, the head's last reset of its
+ *      managed check, which a merge's judgement reads) is written by the statements that advance I (the fast path's
+ *      markHeadInvalidated, the invalidation's finish: no statement added), by a fan-out's supersession before its other
+ *      rows (head by head, in head order), and by the worker's in-progress write on a shared head under the guards, one
+ *      statement alone with the head's `head_checks` digest after it (markGuardedReset, as recordCheckCreation: no
+ *      transaction holding the row waits for a guard);
  *   4. `pull_generations` (E), by repository and pull request number;
  *  4a. `open_pull_requests` (the open-pull-request index, DESIGN 3.9), by repository and pull request number: written by an
  *      acceptance from its pull request's E row (ops/ingress-ops.ts), and by the reconciler's listing pages and pruning
@@ -28,7 +33,7 @@ import type { Op, OpOptions } from "./op.ts";
  *  7a. `decision_records`, by repository and head (DESIGN 3.10): written only together with their head's `head_checks` row
  *      (7), by the worker under the head's publication guards, in the same statement (PostgreSQL) or batch (SQLite) as the
  *      pending token and the settled digest (ops/record-ops.ts), and deleted by the reconciler's pruning alone after its
- *      lease (1); the acceptance of a merge and the reconciler's recovery only read them;
+ *      lease (1); the acceptance of a merge and the reconciler's recovery only read them (and the head's `reset_at_ms`, 3);
  *   8. `webhook_deliveries`, `audit_events` and `merge_records`: rows of one acceptance or one job alone (a merge record is
  *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease). No two different operations lock
  *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where

@@ -1,4 +1,4 @@
-import { all, lone, one, type Op, run } from "../op.ts";
+import { all, batch, dialect, lone, one, type Op, query, run } from "../op.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 
 /**
@@ -211,8 +211,9 @@ export const SETTLE_CHECK_DIGEST_SQL = "update head_checks set digest = $4, dige
 
 /** Before a guarded reset, or after an unguarded one: the check shows something else now, or may. */
 export function* clearCheckDigest(repositoryId: number, headSha: string, now: number): Op<void> {
-  yield* run("update head_checks set digest = null, digest_generation = null, updated_at_ms = $3 where repository_id = $1 and head_sha = $2 and digest is not null", repositoryId, headSha, now);
+  yield* run(CLEAR_CHECK_DIGEST_SQL, repositoryId, headSha, now);
 }
+const CLEAR_CHECK_DIGEST_SQL = "update head_checks set digest = null, digest_generation = null, updated_at_ms = $3 where repository_id = $1 and head_sha = $2 and digest is not null";
 
 /** A repository-wide fan-out is about to reset every managed check of the repository: no digest of it holds any more. */
 export function* clearRepositoryDigests(repositoryId: number, now: number): Op<void> {
@@ -247,4 +248,30 @@ export function* prunePublishedBatch(lease: ElectionLease, cutoffs: { readonly e
     cutoffs.checkCutoffMs, batch,
   );
   return checks + evaluations;
+}
+
+/**
+ * Under the head publication guard, before the worker sets the check to in_progress (a shared head): the head's last reset is
+ * now (migration 0010: a success published before it no longer approves a merge) and its digest goes, in one statement
+ * sent alone on PostgreSQL (the head's row first: the store's lock order), one batch on SQLite. Only a head with a
+ * generations row is marked: every head an evaluation reaches has one.
+ */
+export function* markGuardedReset(repositoryId: number, headSha: string, now: number): Op<void> {
+  if ((yield* dialect()) === "sqlite") {
+    yield* batch([query("run", MARK_HEAD_RESET_SQL, repositoryId, headSha, now), query("run", CLEAR_CHECK_DIGEST_SQL, repositoryId, headSha, now)], { last: true });
+    return;
+  }
+  yield* lone(run(`with reset as (${MARK_HEAD_RESET_SQL} returning 1) ${CLEAR_CHECK_DIGEST_SQL} and (select count(*) from reset) >= 0`, repositoryId, headSha, now));
+}
+
+/** The head's last reset of its managed check is $3 ($1 repository, $2 head; migration 0010). */
+export const MARK_HEAD_RESET_SQL = "update head_generations set reset_at_ms = $3 where repository_id = $1 and head_sha = $2";
+
+/**
+ * A fan-out is about to reset these heads' checks (without the guards): each head's last reset is now, written before the
+ * resets (a reset that then fails still withdrew the success: the service no longer vouches for it). Head by head in head
+ * order (the table's lock order), as clearHeadDigests.
+ */
+export function* markHeadsReset(repositoryId: number, heads: readonly string[], now: number): Op<void> {
+  for (const head of [...new Set(heads)].sort()) yield* run(MARK_HEAD_RESET_SQL, repositoryId, head, now);
 }

@@ -1,5 +1,5 @@
 import { all, batch, lone, one, type Op, run } from "../op.ts";
-import { clearCheckDigest, clearHeadDigests, clearRepositoryDigests } from "./published-ops.ts";
+import { clearCheckDigest, clearHeadDigests, clearRepositoryDigests, markHeadsReset } from "./published-ops.ts";
 import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type RepositoryRef } from "./work-rows.ts";
 
 /**
@@ -159,6 +159,9 @@ export function* supersedeForFanout(
   /** `heads`: more checks the job goes on to reset, of pull requests it does not know (their digests go too, in head order). */
   origin: { readonly background?: boolean; readonly scoped?: boolean; readonly heads?: readonly string[] } = {},
 ): Op<void> {
+  // The heads whose checks the job resets next: their last reset (migration 0010), first (head_generations precedes the
+  // generations and work rows supersedeAndQueue writes in the store's lock order).
+  yield* markHeadsReset(repository.repositoryId, [...pulls.map((pull) => pull.headSha), ...(origin.heads ?? [])], now);
   yield* supersedeAndQueue(repository, pulls, now, origin);
   if (origin.scoped === true) yield* clearHeadDigests(repository.repositoryId, [...pulls.map((pull) => pull.headSha), ...(origin.heads ?? [])], now);
   else yield* clearRepositoryDigests(repository.repositoryId, now);

@@ -145,8 +145,12 @@ export type RecordedMerge = { readonly id: number; readonly pullNumber: number; 
 /**
  * The merge record's insert as one statement, for an acceptance to send in its own batch (ops/ingress-ops.ts). It names the
  * newest decision record of the pull request on the head at merge; the merge is unapproved unless that record is a confirmed
- * `success` (an unconfirmed one may never have reached the forge, so it approved nothing anyone could see); a recovered merge
- * only by the records published before its merge time. Writes nothing
+ * `success` (an unconfirmed one may never have reached the forge, so it approved nothing anyone could see) that no reset of
+ * the head's check followed (head_generations.reset_at_ms, migration 0010: the check is judged as the service last wrote it,
+ * and a reset to in_progress withdrew that success; the merge record keeps the reset's time); a recovered merge only by the
+ * records published before its merge time, but by any reset after that record: a later reset may hide an earlier one, so it
+ * fails closed. Clocks: the reset's time and the record's are the service's own, and the next success after a reset is
+ * published only once the reset is written (the fences), so it is never older than the reset. Writes nothing
  * when the merge is recorded already (redelivery, or the reconciler and the delivery both saw it): then it answers no row.
  * CAST rather than `::`: both dialects read it.
  */
@@ -154,14 +158,16 @@ export function mergeRecordQuery(input: MergeInput): Query {
   return query(
     "one",
     `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms)
+       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms)
      select CAST($1 AS bigint), CAST($2 AS bigint), CAST($3 AS text), CAST($4 AS integer), CAST($5 AS text), CAST($6 AS text), CAST($7 AS bigint), CAST($8 AS text),
-       CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null, false), coalesce(d.break_glass, false),
-       CAST($10 AS boolean), CAST($11 AS bigint)
+       CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null and (g.reset_at_ms is null or g.reset_at_ms <= d.published_at_ms), false),
+       coalesce(d.break_glass, false), CAST($10 AS boolean), CAST($11 AS bigint),
+       case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end
      from (select 1 as here) one left join (
-       select id, conclusion, confirmed_at_ms, break_glass from decision_records
+       select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
        where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
      ) d on 1 = 1
+     left join head_generations g on g.repository_id = $2 and g.head_sha = $5
      where true
      on conflict (repository_id, pull_number, head_sha) do nothing
      returning id, pull_number, head_sha, unapproved`,

@@ -182,8 +182,13 @@ export type AdvanceWork = {
 
 type Invalidated = { readonly repositoryId: number; readonly headSha: string; readonly generation: number; readonly now: number };
 
-/** I(head) := max(I, generation) when generation <= S; the row (S, I) when it changed. */
-export const ADVANCE_INVALIDATED_SQL = `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4
+/**
+ * I(head) := max(I, generation) when generation <= S; the row (S, I) when it changed. I advances only once the head's check
+ * was reset for that generation (or rightly was not: none, or in progress already), so an advance is also the head's last
+ * reset (migration 0010), at $4.
+ */
+export const ADVANCE_INVALIDATED_SQL = `update head_generations set invalidated_generation = case when invalidated_generation < $3 then $3 else invalidated_generation end, updated_at_ms = $4,
+      reset_at_ms = case when invalidated_generation < $3 then $4 else reset_at_ms end
     where repository_id = $1 and head_sha = $2 and $3 <= shared_generation
     returning shared_generation, invalidated_generation`;
 /** The pending exact-head invalidation row of a head (a leased one is a worker's); callers add the condition that I = S. */
