@@ -35,6 +35,7 @@ const mergeFields = {
   decision_id: t.Union([t.String({ pattern: "^d[1-9][0-9]*$" }), t.Null()], { description: "the decision record current for the head at merge" }),
   decision_conclusion: t.Union([t.Literal("success"), t.Literal("failure"), t.Null()]),
   unapproved: t.Boolean({ description: "no current success from the service for the head at merge: an administrator bypass, or the check not required" }),
+  reset_at: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "when the service reset the head's check to in progress after the decision's success, withdrawing it (the merge is then unapproved); null: no reset followed it" }),
   break_glass: t.Boolean(),
   recovered: t.Boolean({ description: "found by the reconciler among recently closed pull requests (the closed delivery was missed)" }),
   recorded_at: t.String({ format: "date-time" }),

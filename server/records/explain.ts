@@ -69,7 +69,9 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   const by = merge.merged_by === null ? "by an unknown user" : `by @${merge.merged_by.login} (user ${merge.merged_by.id})`;
   const lines = [`merge ${merge.id} of ${where}: merge commit ${merge.merge_commit_sha ?? "unknown"}, merged ${by} at ${merge.merged_at ?? "an unknown time"}`];
   lines.push(`  head at merge ${merge.head_sha}`);
-  if (merge.unapproved) {
+  if (merge.unapproved && merge.reset_at !== null) {
+    lines.push(`  UNAPPROVED MERGE: the success ${merge.decision_id ?? "(no longer kept)"} was withdrawn: the service reset the check to in progress at ${merge.reset_at}, and the head merged before the next confirmed success: an administrator bypass, or the check was not required`);
+  } else if (merge.unapproved) {
     const last = merge.decision_id === null ? "no decision of the service was recorded for that head" : `the service's current decision for that head was ${merge.decision_conclusion ?? "unknown"} (${merge.decision_id})`;
     lines.push(`  UNAPPROVED MERGE: no confirmed success of the service was current for the head at merge (${last}): an administrator bypass, or the check was not required`);
   } else {

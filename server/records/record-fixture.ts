@@ -53,6 +53,7 @@ export function mergeFixture(record: DecisionRecord | null, overrides: Partial<M
     decision_id: record?.id ?? null,
     decision_conclusion: record?.conclusion ?? null,
     unapproved: record?.conclusion !== "success",
+    reset_at: null,
     break_glass: false,
     recovered: false,
     recorded_at: "2026-11-20T10:05:01.000Z",

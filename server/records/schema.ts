@@ -163,6 +163,11 @@ export interface MergeRecord {
   readonly decision_conclusion: "success" | "failure" | null;
   /** No current `success` record for the head at merge: an administrator bypass or the check not required. */
   readonly unapproved: boolean;
+  /**
+   * When the service reset the head's check to in progress after the decision's confirmed success, withdrawing it (the merge is
+   * then unapproved); null when no reset followed it.
+   */
+  readonly reset_at: string | null;
   readonly break_glass: boolean;
   /** Found by the reconciler among recently closed pull requests (its `closed` delivery was missed). */
   readonly recovered: boolean;
@@ -174,7 +179,7 @@ export type HistoryRecord = DecisionRecord | MergeRecord;
 /** One line of `GET /api/decisions` (the full record is `GET /api/decisions/{id}`). */
 export type HistorySummary =
   | (Pick<DecisionRecord, "schema_version" | "kind" | "id" | "confirmed" | "repository" | "pull_request" | "head_sha" | "conclusion" | "title" | "published_at"> & { readonly break_glass: boolean })
-  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "break_glass" | "recovered" | "recorded_at">;
+  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "reset_at" | "break_glass" | "recovered" | "recorded_at">;
 
 /** The filters of the history routes and commands. `commit` matches a decision's head or a merge's head or merge commit. */
 export interface HistoryFilter {

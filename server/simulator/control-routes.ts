@@ -22,6 +22,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "commits": (c, b) => c.control.commit(b),
   "pulls": async (c, b) => pullProjection(await c.control.openPullRequest(b)),
   "pull-pushes": (c, b) => c.control.pushToPullRequest(b),
+  "pull-force-pushes": async (c, b) => { await c.control.forcePushPullRequest(b); return {}; },
   "pull-state": async (c, b) => pullProjection(await c.control.setPullRequestState(b)),
   "pull-merges": async (c, b) => ({ ...pullProjection(await c.control.mergePullRequest(b)), merge_commit_sha: c.control.mustPull(b.owner, b.repo, b.number).merged!.commitSha }),
   "reviews": async (c, b) => { const r = await c.control.submitReview(b); return { id: r.id, state: r.state, commit_id: r.commitId }; },

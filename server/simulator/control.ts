@@ -225,6 +225,29 @@ export class SimulatorControl {
     return this.commit({ owner: args.owner, repo: args.repo, branch: pr.headRef, files: args.files, message: args.message, sender: pr.authorLogin });
   }
 
+  /**
+   * Force-pushes the pull request's head branch to an existing commit (e.g. back to an earlier head): sends push with
+   * `forced: true` and pull_request synchronize, as the forge does.
+   */
+  async forcePushPullRequest(args: { owner: string; repo: string; number: number; sha: string }): Promise<void> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    if (!this.state.commits.has(args.sha)) throw new ControlError(422, "no such commit");
+    const before = pr.headSha;
+    const at = this.now();
+    repo.branches.set(pr.headRef, args.sha);
+    repo.pushedAt = at;
+    await this.emit(repo, "push", () => ({
+      ref: `refs/heads/${pr.headRef}`, before, after: args.sha, created: false, deleted: false, forced: true, base_ref: null,
+      compare: `${this.base}/html/${repo.ownerLogin}/${repo.name}/compare/${before}...${args.sha}`, commits: [], head_commit: null,
+      pusher: { name: pr.authorLogin }, sender: this.userBody(pr.authorLogin),
+    }));
+    pr.headSha = args.sha;
+    this.lagCommitPulls(pr);
+    pr.updatedAt = at;
+    await this.emitPull(repo, pr, "synchronize", { before, after: args.sha }, pr.authorLogin);
+  }
+
   async submitReview(args: { owner: string; repo: string; number: number; user: string; state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED"; commitId?: string; body?: string }): Promise<Review> {
     const repo = this.mustRepo(args.owner, args.repo);
     const pr = this.mustPull(args.owner, args.repo, args.number);
