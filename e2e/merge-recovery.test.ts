@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS } from "./support/databases.ts";
 import { type ReconcilerRig, startReconcilerRig, stopReconcilerRig } from "./support/forge-rig.ts";
-import { all } from "../server/store/index.ts";
+import { acceptAuthorityEvent, all } from "../server/store/index.ts";
 import { MERGE_RECOVERY_PERIOD_MS, recoveryStaggerMs } from "../server/reconciler/index.ts";
 import { manualClock } from "../server/reconciler/test-support.ts";
 
@@ -9,7 +9,7 @@ import { manualClock } from "../server/reconciler/test-support.ts";
  * Merges whose `closed` delivery was lost are recovered by the reconciler from the recently closed pull requests (DESIGN 3.10,
  * issue 28 item 2), against the forge simulator with the real worker, on both backends. The rig delivers no webhook at all.
  */
-type MergeRow = { pull_number: number; head_sha: string; merge_commit_sha: string | null; decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; recovered: unknown };
+type MergeRow = { pull_number: number; head_sha: string; merge_commit_sha: string | null; decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; recovered: unknown; reset_at_ms: number | null };
 const truth = (value: unknown) => value === true || Number(value) === 1;
 
 async function waitForConfirmedRecord(rig: ReconcilerRig, headSha: string, conclusion: string, timeoutMs = 20_000): Promise<number> {
@@ -28,7 +28,7 @@ describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
     if (rig) await stopReconcilerRig(rig);
     rig = undefined;
   });
-  const merges = () => rig!.store.execute(() => all<MergeRow>("select pull_number, head_sha, merge_commit_sha, decision_id, decision_conclusion, unapproved, recovered from merge_records order by id"));
+  const merges = () => rig!.store.execute(() => all<MergeRow>("select pull_number, head_sha, merge_commit_sha, decision_id, decision_conclusion, unapproved, recovered, reset_at_ms from merge_records order by id"));
   const unapprovedCount = async () => (await rig!.metrics.unapprovedMerges.get()).values.reduce((sum, v) => sum + v.value, 0);
 
   test("a merge whose webhook was lost is recovered by the next scan when it was open at the previous one, and counted unapproved when its head had no success; a steady scan then asks no closed page", async () => {
@@ -81,6 +81,29 @@ describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
     expect(closedAsked(from)).toBe(1);
     const rows = await merges();
     expect(rows.map((r) => [r.pull_number, r.head_sha, r.merge_commit_sha, truth(r.recovered), truth(r.unapproved)])).toEqual([[quick.number, head.sha, merged.merged!.commitSha, true, true]]);
+  }, 60_000);
+
+  test("a recovered merge after an authority fan-out reset its head's success, before the next success, is unapproved and counted", async () => {
+    rig = await startReconcilerRig(backend, ["alice", "bob"]);
+    const { sim, scenario } = rig;
+    expect((await rig.reconciler.runOnce()).result).toBe("success");
+    const success = await waitForConfirmedRecord(rig, scenario.headSha, "success");
+    // Re-evaluation is held back (every listing of the reviews fails); an authority event's fan-out resets the check.
+    sim.faults.add({ kind: "status", status: 503, path: `/repos/${scenario.org}/${scenario.repo}/pulls/${scenario.pullNumber}/reviews` });
+    const repository = { installationId: scenario.installationId, repositoryId: sim.control.mustRepo(scenario.org, scenario.repo).id, owner: scenario.org, name: scenario.repo };
+    await rig.store.execute(() => acceptAuthorityEvent({ deliveryId: "member-removed-1", event: "member", action: "removed", installationId: scenario.installationId, scope: { kind: "repositories", repositories: [repository] }, now: Date.now() }), { exclusiveGuard: { installationId: scenario.installationId, timeoutMs: 5_000 } });
+    rig.worker.wake();
+    const deadline = Date.now() + 15_000;
+    while (sim.control.checkRuns({ owner: scenario.org, repo: scenario.repo, headSha: scenario.headSha })[0]?.status !== "in_progress") {
+      if (Date.now() > deadline) throw new Error(`the fan-out did not reset the check\n${rig.logs.slice(-10).join("")}`);
+      await Bun.sleep(25);
+    }
+    await sim.control.mergePullRequest({ owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber, by: "bob", at: new Date().toISOString() });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ mergesRecovered: 1 });
+    const rows = await merges();
+    expect(rows.map((r) => [Number(r.decision_id), r.decision_conclusion, truth(r.unapproved), truth(r.recovered), r.reset_at_ms !== null])).toEqual([[success, "success", true, true, true]]);
+    expect(await unapprovedCount()).toBe(1);
+    sim.faults.clear();
   }, 60_000);
 
   test("a recovered merge whose head had a confirmed success is not unapproved; a merge from before records were kept is not recovered", async () => {
