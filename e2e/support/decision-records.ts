@@ -55,7 +55,7 @@ export type SeedMerge = {
 export async function seedMerge(store: Store, at: number, over: SeedMerge = {}): Promise<RecordId> {
   const merged = await store.execute(() => recordMerge({
     installationId: 4, repositoryId: over.repositoryId ?? 40, repositoryFullName: over.repository ?? "Acme/Web", pullNumber: over.pull ?? 100_000 + ++sequence,
-    headSha: over.head ?? RECORD_HEAD, mergeCommitSha: over.mergeCommit === undefined ? RECORD_MERGE_COMMIT : over.mergeCommit,
+    headSha: over.head ?? RECORD_HEAD, baseSha: null, mergeCommitSha: over.mergeCommit === undefined ? RECORD_MERGE_COMMIT : over.mergeCommit,
     mergedBy: over.mergedBy === undefined ? { id: 501, login: "octocat" } : over.mergedBy, mergedAtMs: at - 5, recovered: over.recovered ?? false, now: at,
   }));
   if (merged === null) throw new Error("seedMerge: the merge was recorded already");

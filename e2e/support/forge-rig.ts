@@ -49,7 +49,7 @@ export async function startReconcilerRig(backend: BackendName, reviewers: string
   );
   worker.start();
   const reconciler = createReconciler(
-    { store, forge, log, metrics, organizationPolicyRepository: ".forge", onQueued: () => worker.wake(), ...(options.reconcilerClock ? { clock: options.reconcilerClock } : {}) },
+    { store, forge, log, metrics, organizationPolicyRepository: ".forge", policyPath: RIG_SETTINGS.policyPath, onQueued: () => worker.wake(), ...(options.reconcilerClock ? { clock: options.reconcilerClock } : {}) },
     { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
   );
   return { sim, scenario, store, worker, reconciler, database, logs, metrics };

@@ -145,7 +145,7 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
   const merge = (record: { head_sha: string; pull_request: number; repository: { id: number; full_name: string } }, at: number, over: { mergeCommitSha?: string } = {}) =>
     store.execute(() => recordMerge({
       installationId: 4, repositoryId: record.repository.id, repositoryFullName: record.repository.full_name, pullNumber: record.pull_request, headSha: record.head_sha,
-      mergeCommitSha: over.mergeCommitSha ?? MERGE_COMMIT, mergedBy: { id: 12, login: "carol" }, mergedAtMs: at, recovered: false, now: at + 1,
+      mergeCommitSha: over.mergeCommitSha ?? MERGE_COMMIT, baseSha: null, mergedBy: { id: 12, login: "carol" }, mergedAtMs: at, recovered: false, now: at + 1,
     }));
 
   test("history --pull prints the pull request's records oldest first in plain words, an unconfirmed one said as such", async () => {

@@ -167,6 +167,22 @@ function compileDelegations(policyDelegations: RepositoryPolicy["delegations"], 
 }
 
 /**
+ * Whether the repository policy read at a commit enables the service there (enrollment, DESIGN 3.12), decided as analyze()
+ * decides `not_enabled`: no policy file, `enabled = false` (even in an otherwise invalid file), or a valid policy that does not
+ * say `enabled = true` is `not_enrolled`; a policy the service would judge (valid and enabled, invalid, over its bound) is
+ * `enrolled`; a read that did not complete is `unknown` (read again later).
+ */
+export function repositoryEnrollment(read: FileRead): "enrolled" | "not_enrolled" | "unknown" {
+  if (read.kind === "missing") return "not_enrolled";
+  if (read.kind === "incomplete") return "unknown";
+  const sized = readSizedFile(read, policyTooLarge);
+  if (sized.kind !== "text") return "enrolled";
+  if (repositoryPolicyOptsOut(sized.text)) return "not_enrolled";
+  const parsed = parseRepositoryPolicy(sized.text);
+  return parsed.kind === "ok" && parsed.policy.enabled !== true ? "not_enrolled" : "enrolled";
+}
+
+/**
  * `budget` bounds the path matching of the whole evaluation (MAX_MATCH_STEPS unless a test passes its own): the CODEOWNERS
  * match here, and the delegation and non-delegable checks that the owner sets run later on the returned analysis.
  */

@@ -1,5 +1,6 @@
 // Public surface of the pure decision core (browser-safe: no Bun, Node, database, forge or clock imports).
 export { evaluate } from "./evaluate.ts";
+export { repositoryEnrollment } from "./analyze.ts";
 export { renderCheck, renderDecision, withPreview, fitOutput, previewSection, PREVIEW_HEADING, type CheckOutput } from "./render-check.ts";
 export { decideCheck, decideOnly, previewCheck, previewLeftOut, wantsPreview, type PreviewOmission } from "./decide-check.ts";
 export { NO_DIRECTORY_FACTS, planLookups, type LookupPlan } from "./plan-lookups.ts";

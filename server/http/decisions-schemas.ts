@@ -36,6 +36,8 @@ const mergeFields = {
   decision_conclusion: t.Union([t.Literal("success"), t.Literal("failure"), t.Null()]),
   unapproved: t.Boolean({ description: "no current success from the service for the head at merge: an administrator bypass, or the check not required" }),
   reset_at: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "when the service reset the head's check to in progress after the decision's success, withdrawing it (the merge is then unapproved); null: no reset followed it" }),
+  base_sha: t.Union([t.String(), t.Null()], { description: "the base commit it merged onto" }),
+  enrollment: t.Union([t.Literal("enrolled"), t.Literal("not_enrolled"), t.Literal("pending")], { description: "whether the repository policy at the base commit enables the service: not_enrolled merges are never unapproved; pending: not read yet" }),
   break_glass: t.Boolean(),
   recovered: t.Boolean({ description: "found by the reconciler among recently closed pull requests (the closed delivery was missed)" }),
   recorded_at: t.String({ format: "date-time" }),

@@ -29,11 +29,13 @@ export type Mapping =
   | { readonly kind: "authority"; readonly installationId: number; readonly scope: AuthorityScope };
 
 /**
- * A merged pull request as its `closed` delivery says: the merge commit, who merged and when. Each is null when absent or not
- * of its documented form (a signed payload is still bounded in what it makes us store); the head at merge is the mapping's.
+ * A merged pull request as its `closed` delivery says: the merge commit, who merged and when, and the base commit it merged
+ * onto (whose repository policy says whether the service was enabled there: enrollment). Each is null when absent or not of
+ * its documented form (a signed payload is still bounded in what it makes us store); the head at merge is the mapping's.
  */
 export type MergeFacts = {
   readonly mergeCommitSha: string | null;
+  readonly baseSha: string | null;
   readonly mergedBy: { readonly id: number; readonly login: string } | null;
   readonly mergedAtMs: number | null;
 };
@@ -49,6 +51,7 @@ export function mergeFactsOf(pull: Record<string, unknown>): MergeFacts | null {
   const mergedAtMs = typeof pull.merged_at === "string" && pull.merged_at.length <= 40 ? Date.parse(pull.merged_at) : Number.NaN;
   return {
     mergeCommitSha: typeof pull.merge_commit_sha === "string" && HEAD_SHA.test(pull.merge_commit_sha) ? pull.merge_commit_sha : null,
+    baseSha: isObject(pull.base) && typeof pull.base.sha === "string" && HEAD_SHA.test(pull.base.sha) ? pull.base.sha : null,
     mergedBy,
     mergedAtMs: Number.isFinite(mergedAtMs) ? mergedAtMs : null,
   };

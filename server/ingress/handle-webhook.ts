@@ -8,7 +8,6 @@ import { BUSY_RETRY_AFTER_SECONDS, FAST_PATH_FOLLOW_UP_MS, MAX_WEBHOOK_BODY_BYTE
 import { parseContentLength, readBodyCapped } from "./read-body.ts";
 import { releaseBatcherFor } from "./release-batcher.ts";
 import { verifySignature } from "./verify-signature.ts";
-import { reportUnapprovedMerge } from "../records/unapproved.ts";
 
 /**
  * POST /webhooks/forge, in the strict order of DESIGN 3.6: event and delivery headers (X-Forge-Event / X-Forge-Delivery, or
@@ -150,7 +149,8 @@ async function accept(
       { deadline },
     );
     if (outcome.kind === "accepted") {
-      if (outcome.merge?.unapproved) reportUnapprovedMerge(deps, { installationId: mapping.repository.installationId, repositoryId: mapping.repository.repositoryId, pullNumber: mapping.pullNumber, headSha: mapping.headSha, record: outcome.merge.id, recovered: false });
+      // A merge recorded here is reported (if unapproved) once its enrollment is read: by the worker or the reconciler
+      // (server/records/enrollment.ts), never here (no forge request in the acceptance).
       if (deps.fastPath === null) return failure(503, "not_configured");
       await attemptFastPath(deps, { repository: mapping.repository, pullNumber: mapping.pullNumber, headSha: mapping.headSha, sharedGeneration: outcome.sharedGeneration, evaluationGeneration: outcome.evaluationGeneration, rememberedCheckRunId: outcome.rememberedCheckRunId }, fastPathEnds, deadline, outcome.holdsWork);
       return { status: 202, body: { accepted: true, queued: true } };

@@ -2,12 +2,12 @@ import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forg
 import type { Logger } from "../observability/logger.ts";
 import {
   acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
-  readEvaluations, readHistoryStart, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store,
+  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store,
 } from "../store/index.ts";
 import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { DEFAULT_DECISION_RETENTION_DAYS } from "../records/schema.ts";
-import { reportUnapprovedMerge } from "../records/unapproved.ts";
+import { settleEnrollments } from "../records/enrollment.ts";
 import { dueReason, sweepOffsetMs } from "./sweep.ts";
 import { type OpenPullItem, type RejectionReason, type Validated, validateClosedPullRequests, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
@@ -53,7 +53,7 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateClosed
 export type AttemptResult = "success" | "partial" | "failure" | "unelected";
 
 /** Only the listings the reconciler needs, so tests can hand it a fake forge. */
-export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "streamOpenPullRequestItems" | "listRecentlyClosedPullRequests">;
+export type ReconcileForge = Pick<ForgeClient, "listInstallations" | "listInstallationRepositories" | "streamOpenPullRequestItems" | "listRecentlyClosedPullRequests" | "readFile">;
 
 /** How far back the reconciler recovers missed merges (by their merge time): a week of scans that could not run. */
 export const MERGE_RECOVERY_WINDOW_MS = 7 * 86_400_000;
@@ -85,8 +85,10 @@ export type AttemptDeps = {
   readonly organizationPolicyRepository: string;
   /** Called after a transaction queued new work (the in-process worker wakes at once). */
   readonly onQueued?: () => void;
-  /** Counts recovered unapproved merges (service_unapproved_merges_total). */
+  /** Counts unapproved merges once their enrollment is read (service_unapproved_merges_total). */
   readonly metrics?: Pick<Metrics, "unapprovedMerges">;
+  /** SERVICE_POLICY_PATH: the repository policy read at a merge's base commit for its enrollment (server/records/enrollment.ts). */
+  readonly policyPath: string;
 };
 
 export type AttemptSettings = {
@@ -301,7 +303,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     const since = recoverSince;
     const merges: MergeInput[] = page.items.flatMap((pull) => pull.merge !== null && pull.merge.mergedAtMs !== null && pull.merge.mergedAtMs >= since ? [{
       installationId: ref.installationId, repositoryId: ref.repositoryId, repositoryFullName: `${ref.owner}/${ref.name}`, pullNumber: pull.number, headSha: pull.headSha,
-      mergeCommitSha: pull.merge.mergeCommitSha, mergedBy: pull.merge.mergedBy, mergedAtMs: pull.merge.mergedAtMs, recovered: true, now: now(),
+      mergeCommitSha: pull.merge.mergeCommitSha, baseSha: pull.merge.baseSha, mergedBy: pull.merge.mergedBy, mergedAtMs: pull.merge.mergedAtMs, recovered: true, now: now(),
     }] : []);
     if (merges.length === 0) return true;
     let recorded;
@@ -313,11 +315,22 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     }
     if (recorded === null) throw new Stop("lease_lost");
     counts.mergesRecovered += recorded.length;
-    for (const merge of recorded) {
-      if (merge.unapproved && deps.metrics) reportUnapprovedMerge({ metrics: deps.metrics, log }, { installationId: ref.installationId, repositoryId: ref.repositoryId, pullNumber: merge.pullNumber, headSha: merge.headSha, record: merge.id, recovered: true });
-    }
     if (recorded.length > 0) log.info({ ...where, recovered: recorded.length }, "reconciliation recovered merges whose closed delivery was missed");
     return true;
+  };
+
+  /**
+   * The merges whose enrollment is still unread (recovered above, or accepted from a delivery the worker has not settled),
+   * at most ENROLLMENT_BATCH an attempt: each is settled, and counted when unapproved (server/records/enrollment.ts). Not
+   * fenced by the lease: the first settle of a merge wins, so two processes never both count it.
+   */
+  const settlePendingEnrollments = async (): Promise<void> => {
+    try {
+      const pending = await store.execute(() => readMergesAwaitingEnrollment(null));
+      if (pending.length > 0) await settleEnrollments({ store, forge, policyPath: deps.policyPath, log, ...(deps.metrics ? { metrics: deps.metrics } : {}) }, pending, call);
+    } catch (error) {
+      problem("queue_failed", { code: errorCode(error) });
+    }
   };
 
   /** One validated page: its index rows, its recorded evaluations, then its due pull requests queued. */
@@ -396,6 +409,8 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         await recoverMergesIfDue(ref);
       }
     }
+    await checkpoint();
+    await settlePendingEnrollments();
   } catch (error) {
     if (error instanceof Stop) {
       problem(error.code);

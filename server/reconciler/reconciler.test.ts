@@ -51,7 +51,7 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const captured = captureLog();
     const m = reconcileMetrics();
     const reconciler = createReconciler(
-      { store, forge, log: captured.log, metrics: m.metrics, clock, organizationPolicyRepository: ".forge", ...(options.owner ? { owner: options.owner } : {}), ...(options.onQueued ? { onQueued: options.onQueued } : {}) },
+      { store, forge, log: captured.log, metrics: m.metrics, clock, organizationPolicyRepository: ".forge", policyPath: ".forge/service-policy.toml", ...(options.owner ? { owner: options.owner } : {}), ...(options.onQueued ? { onQueued: options.onQueued } : {}) },
       { intervalMs: INTERVAL_MS, retentionMs: RETENTION_MS, ...(options.fullSweepMs ? { fullSweepMs: options.fullSweepMs } : {}), ...(options.decisionRetentionMs ? { decisionRetentionMs: options.decisionRetentionMs } : {}) },
     );
     reconcilers.push(reconciler);
@@ -700,7 +700,7 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const times = [cutoff - DAY, cutoff - 1, cutoff, now];
     for (const [i, at] of times.entries()) {
       await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(at).toISOString() }), sharedGeneration: i, digest: "d", token: null }));
-      await store.execute(() => recordMerge({ installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: i + 1, headSha: HEAD_A, mergeCommitSha: null, mergedBy: null, mergedAtMs: at, recovered: false, now: at }));
+      await store.execute(() => recordMerge({ installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: i + 1, headSha: HEAD_A, mergeCommitSha: null, baseSha: null, mergedBy: null, mergedAtMs: at, recovered: false, now: at }));
     }
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
     const decisions = await store.execute(() => all<{ published_at_ms: number }>("select published_at_ms from decision_records order by published_at_ms"));

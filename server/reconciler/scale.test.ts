@@ -70,7 +70,7 @@ describe.each(BACKENDS)("the reconciler on %s, one repository with 10,000 open p
     const st = await evaluatedStore(clock.now());
     const { log } = captureLog();
     const reconciler = createReconciler(
-      { store: st, forge: client, log, metrics: reconcileMetrics().metrics, clock, organizationPolicyRepository: ".forge" },
+      { store: st, forge: client, log, metrics: reconcileMetrics().metrics, clock, organizationPolicyRepository: ".forge", policyPath: ".forge/service-policy.toml" },
       { intervalMs: 300_000, retentionMs: 14 * 86_400_000 },
     );
     try {

@@ -1,5 +1,6 @@
 import { pino } from "pino";
-import type { CallOptions, ListResult, ProbeClock } from "../forge/index.ts";
+import type { FileRead } from "../evaluation/index.ts";
+import type { CallOptions, FileLocation, ListResult, ProbeClock } from "../forge/index.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import type { ReconcileForge } from "./attempt.ts";
 
@@ -48,6 +49,8 @@ export type ForgeScript = {
   pulls: (installationId: number, owner: string, repo: string) => ListResult | Promise<ListResult>;
   /** Recently closed pull requests (the merge recovery); default: nothing changed since the last answer (a 304). */
   closed: (installationId: number, owner: string, repo: string) => { notModified: boolean; items: unknown } | Promise<{ notModified: boolean; items: unknown }>;
+  /** The repository policy at a merge's base commit (its enrollment); default: a policy that enables the service. */
+  file: (at: FileLocation) => FileRead | Promise<FileRead>;
 };
 
 export const whole = (items: unknown): ListResult => ({ complete: true, items: items as unknown[] });
@@ -75,6 +78,11 @@ export function scriptedForge(script: Partial<ForgeScript>): ReconcileForge & { 
     async listInstallationRepositories(installationId, options) {
       record(`repositories:${installationId}`, options);
       return (script.repositories ?? (() => whole([repositoryItem(10, "web")])))(installationId);
+    },
+    // Every merge's base commit enables the service (a policy with enabled = true), unless the script says otherwise.
+    async readFile(at, _maxBytes, options) {
+      record(`file:${at.installationId}:${at.owner}/${at.repo}:${at.ref ?? "HEAD"}`, options);
+      return (script.file ?? (() => ({ kind: "found", path: at.path, text: "schema_version = 1\nenabled = true\n", bytes: 32 }) as const))(at);
     },
     async listRecentlyClosedPullRequests(installationId, owner, repo, options) {
       record(`closed:${installationId}:${owner}/${repo}`, options);

@@ -96,7 +96,8 @@ describe("reconciliation input validation (spec \"Reconciliation attempt\")", ()
 });
 
 describe("recently closed pull requests (the merge recovery)", () => {
-  const closed = (number: number, extra: Record<string, unknown> = {}) => ({ number, head: { sha: "a".repeat(40) }, merged_at: null, merge_commit_sha: null, ...extra });
+  const BASE = "c".repeat(40);
+  const closed = (number: number, extra: Record<string, unknown> = {}) => ({ number, head: { sha: "a".repeat(40) }, base: { sha: BASE }, merged_at: null, merge_commit_sha: null, ...extra });
   test("a merged one carries its merge; an unmerged one none; malformed merge facts are null, not a rejection", () => {
     const page = validateClosedPullRequests([
       closed(1, { merged_at: "2026-11-20T10:00:00Z", merge_commit_sha: "b".repeat(40) }),
@@ -104,9 +105,9 @@ describe("recently closed pull requests (the merge recovery)", () => {
       closed(3, { merged_at: "2026-11-20T10:00:00Z", merge_commit_sha: "nope" }),
     ], 100);
     expect(page).toEqual({ kind: "valid", items: [
-      { number: 1, headSha: "a".repeat(40), merge: { mergeCommitSha: "b".repeat(40), mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
+      { number: 1, headSha: "a".repeat(40), merge: { mergeCommitSha: "b".repeat(40), baseSha: BASE, mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
       { number: 2, headSha: "a".repeat(40), merge: null },
-      { number: 3, headSha: "a".repeat(40), merge: { mergeCommitSha: null, mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
+      { number: 3, headSha: "a".repeat(40), merge: { mergeCommitSha: null, baseSha: BASE, mergedBy: null, mergedAtMs: Date.parse("2026-11-20T10:00:00Z") } },
     ] });
   });
   test("a page over its size, not a list, or with a bad number or head is rejected whole", () => {

@@ -69,7 +69,9 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   const by = merge.merged_by === null ? "by an unknown user" : `by @${merge.merged_by.login} (user ${merge.merged_by.id})`;
   const lines = [`merge ${merge.id} of ${where}: merge commit ${merge.merge_commit_sha ?? "unknown"}, merged ${by} at ${merge.merged_at ?? "an unknown time"}`];
   lines.push(`  head at merge ${merge.head_sha}`);
-  if (merge.unapproved && merge.reset_at !== null) {
+  if (merge.enrollment === "not_enrolled") {
+    lines.push(`  NOT ENROLLED: the repository policy at the base commit ${merge.base_sha ?? "(unknown)"} does not enable the service, so this merge is not an unapproved merge`);
+  } else if (merge.unapproved && merge.reset_at !== null) {
     lines.push(`  UNAPPROVED MERGE: the success ${merge.decision_id ?? "(no longer kept)"} was withdrawn: the service reset the check to in progress at ${merge.reset_at}, and the head merged before the next confirmed success: an administrator bypass, or the check was not required`);
   } else if (merge.unapproved) {
     const last = merge.decision_id === null ? "no decision of the service was recorded for that head" : `the service's current decision for that head was ${merge.decision_conclusion ?? "unknown"} (${merge.decision_id})`;
@@ -79,6 +81,7 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   }
   if (merge.break_glass) lines.push("  merged under a break-glass override");
   if (merge.recovered) lines.push("  recovered by the reconciler from the recently closed pull requests (its closed delivery was missed)");
+  if (merge.enrollment === "pending") lines.push("  enrollment not read yet: whether the service was enabled at the base commit is read shortly; until then an unapproved merge is not counted");
   lines.push(`  recorded ${merge.recorded_at}`);
   if (decision === undefined) return lines; // the caller shows it elsewhere
   if (decision !== null) lines.push(...describeDecisionRecord(decision).map((line) => `  ${line}`));

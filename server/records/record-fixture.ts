@@ -54,6 +54,8 @@ export function mergeFixture(record: DecisionRecord | null, overrides: Partial<M
     decision_conclusion: record?.conclusion ?? null,
     unapproved: record?.conclusion !== "success",
     reset_at: null,
+    base_sha: record?.base_sha ?? null,
+    enrollment: "enrolled",
     break_glass: false,
     recovered: false,
     recorded_at: "2026-11-20T10:05:01.000Z",

@@ -168,6 +168,13 @@ export interface MergeRecord {
    * then unapproved); null when no reset followed it.
    */
   readonly reset_at: string | null;
+  /** The base commit it merged onto, whose repository policy says whether the service was enabled there; null: not known. */
+  readonly base_sha: string | null;
+  /**
+   * `enrolled`: the repository policy at the base commit enables the service; `not_enrolled`: it does not, so the merge is
+   * not unapproved and not counted; `pending`: not read yet (the worker or the reconciler reads it shortly).
+   */
+  readonly enrollment: "enrolled" | "not_enrolled" | "pending";
   readonly break_glass: boolean;
   /** Found by the reconciler among recently closed pull requests (its `closed` delivery was missed). */
   readonly recovered: boolean;
@@ -179,7 +186,7 @@ export type HistoryRecord = DecisionRecord | MergeRecord;
 /** One line of `GET /api/decisions` (the full record is `GET /api/decisions/{id}`). */
 export type HistorySummary =
   | (Pick<DecisionRecord, "schema_version" | "kind" | "id" | "confirmed" | "repository" | "pull_request" | "head_sha" | "conclusion" | "title" | "published_at"> & { readonly break_glass: boolean })
-  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "reset_at" | "break_glass" | "recovered" | "recorded_at">;
+  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "reset_at" | "enrollment" | "break_glass" | "recovered" | "recorded_at">;
 
 /** The filters of the history routes and commands. `commit` matches a decision's head or a merge's head or merge commit. */
 export interface HistoryFilter {

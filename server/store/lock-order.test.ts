@@ -91,11 +91,11 @@ function round(store: Store, n: number): Promise<unknown>[] {
     store.execute(() => confirmDecision({ repositoryId: repo.repositoryId, headSha: pull.headSha, token: `pending:r${n}`, now, settle: { digest: "D", generation: 1 } })),
     store.execute(() => acceptDirectTrigger({
       ...repo, deliveryId: `m${n}`, event: "pull_request", action: "closed", pullNumber: pull.number, headSha: pull.headSha, now, index: { kind: "delete" },
-      merge: { repositoryFullName: "acme/web", mergeCommitSha: null, mergedBy: null, mergedAtMs: now },
+      merge: { repositoryFullName: "acme/web", mergeCommitSha: null, baseSha: null, mergedBy: null, mergedAtMs: now },
     })),
     store.execute(function* () {
       yield* acquireElectionLease(lease, now);
-      const merges = shuffled(PULLS, n + 13).slice(0, 3).map((p) => ({ installationId: repo.installationId, repositoryId: repo.repositoryId, repositoryFullName: "acme/web", pullNumber: p.number, headSha: p.headSha, mergeCommitSha: null, mergedBy: null, mergedAtMs: now, recovered: true, now }));
+      const merges = shuffled(PULLS, n + 13).slice(0, 3).map((p) => ({ installationId: repo.installationId, repositoryId: repo.repositoryId, repositoryFullName: "acme/web", pullNumber: p.number, headSha: p.headSha, mergeCommitSha: null, baseSha: null, mergedBy: null, mergedAtMs: now, recovered: true, now }));
       return yield* recordRecoveredMerges(lease, merges, now);
     }),
     store.execute(function* () {

@@ -17,8 +17,8 @@ import pg0008 from "../../migrations/postgres/0008_decision_records.sql" with { 
 import lite0008 from "../../migrations/sqlite/0008_decision_records.sql" with { type: "text" };
 import pg0009 from "../../migrations/postgres/0009_open_pull_seen_hour.sql" with { type: "text" };
 import lite0009 from "../../migrations/sqlite/0009_open_pull_seen_hour.sql" with { type: "text" };
-import pg0010 from "../../migrations/postgres/0010_head_resets.sql" with { type: "text" };
-import lite0010 from "../../migrations/sqlite/0010_head_resets.sql" with { type: "text" };
+import pg0010 from "../../migrations/postgres/0010_resets_and_enrollment.sql" with { type: "text" };
+import lite0010 from "../../migrations/sqlite/0010_resets_and_enrollment.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -37,7 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: "0007_open_pull_base", postgres: pg0007, sqlite: lite0007 },
   { version: 8, name: "0008_decision_records", postgres: pg0008, sqlite: lite0008 },
   { version: 9, name: "0009_open_pull_seen_hour", postgres: pg0009, sqlite: lite0009 },
-  { version: 10, name: "0010_head_resets", postgres: pg0010, sqlite: lite0010 },
+  { version: 10, name: "0010_resets_and_enrollment", postgres: pg0010, sqlite: lite0010 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

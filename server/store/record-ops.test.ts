@@ -26,7 +26,7 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
   ));
   const merges = () => store.execute(() => all("select pull_number, head_sha, merge_commit_sha, merged_by_login, decision_id, decision_conclusion, unapproved, recovered from merge_records order by id"));
   const merge = (overrides: Partial<MergeInput> = {}): MergeInput => ({
-    installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: 7, headSha: HEAD, mergeCommitSha: "m".repeat(40),
+    installationId: 4, repositoryId: 40, repositoryFullName: "acme/web", pullNumber: 7, headSha: HEAD, mergeCommitSha: "m".repeat(40), baseSha: "b".repeat(40),
     mergedBy: { id: 102, login: "bob" }, mergedAtMs: 1_000, recovered: false, now: 2_000, ...overrides,
   });
   const truth = (value: unknown) => value === true || Number(value) === 1;

@@ -129,14 +129,14 @@ type DecisionRow = { id: number; confirmed_at_ms: number | null; break_glass: un
 type MergeRow = {
   id: number; installation_id: number; repository_id: number; repository_full_name: string; pull_number: number; head_sha: string;
   merge_commit_sha: string | null; merged_by_id: number | null; merged_by_login: string | null; merged_at_ms: number | null;
-  decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; reset_at_ms: number | null; break_glass: unknown; recovered: unknown; t: number;
+  decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; reset_at_ms: number | null; base_sha: string | null; enrollment: string | null; break_glass: unknown; recovered: unknown; t: number;
 };
 type Fetched = { readonly kind: "decision"; readonly row: DecisionRow } | { readonly kind: "merge"; readonly row: MergeRow };
 
 /** Without the body: a page's bodies are read after it is cut (withBodies), so rows past the page never load theirs. */
 const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body_bytes";
 const MERGE_COLUMNS = `id, installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-  merged_at_ms, decision_id, decision_conclusion, unapproved, reset_at_ms, break_glass, recovered, recorded_at_ms as t`;
+  merged_at_ms, decision_id, decision_conclusion, unapproved, reset_at_ms, base_sha, enrollment, break_glass, recovered, recorded_at_ms as t`;
 
 /**
  * The merged order past the position: at most `limit + 1` rows of each table (one statement each), merged, and the first
@@ -262,6 +262,8 @@ function mergeOf(row: MergeRow): MergeRecord {
     decision_conclusion: row.decision_conclusion === "success" || row.decision_conclusion === "failure" ? row.decision_conclusion : null,
     unapproved: flag(row.unapproved),
     reset_at: iso(row.reset_at_ms),
+    base_sha: row.base_sha,
+    enrollment: row.enrollment === "enrolled" || row.enrollment === "not_enrolled" ? row.enrollment : "pending",
     break_glass: flag(row.break_glass),
     recovered: flag(row.recovered),
     recorded_at: iso(row.t)!,

@@ -115,20 +115,29 @@ export type Fences = {
   readonly authorityEpoch: number;
   readonly fanoutPending: boolean;
   readonly leaseHeld: boolean;
+  /** A merge of the pull request awaits its enrollment (read only when asked: readFences' `withMergeAwaiting`). */
+  readonly mergeAwaitingEnrollment?: boolean;
 };
 
 /**
  * Every fence the publication rule compares (DESIGN 4), read by one statement (one snapshot) sent alone: the worker reads
  * them while it holds the publication guards (op.ts `lone`).
  */
-export function* readFences(input: { jobId: number; owner: string; installationId: number; repositoryId: number; headSha: string; pullNumber: number; now: number }): Op<Fences> {
-  const row = yield* lone(one<{ shared: number; invalidated: number; evaluation: number; authority_epoch: number; fanout_pending: number; lease_held: number }>(
+export function* readFences(input: {
+  jobId: number; owner: string; installationId: number; repositoryId: number; headSha: string; pullNumber: number; now: number;
+  /** Also whether a merge of the pull request awaits its enrollment (the evaluation's first read: no statement of its own). */
+  withMergeAwaiting?: boolean;
+}): Op<Fences> {
+  const awaiting = input.withMergeAwaiting === true
+    ? ",\n       case when exists (select 1 from merge_records where repository_id = $1 and pull_number = $3 and enrollment is null) then 1 else 0 end as merge_awaiting"
+    : "";
+  const row = yield* lone(one<{ shared: number; invalidated: number; evaluation: number; authority_epoch: number; fanout_pending: number; lease_held: number; merge_awaiting?: number }>(
     `select coalesce((select shared_generation from head_generations where repository_id = $1 and head_sha = $2), 0) as shared,
        coalesce((select invalidated_generation from head_generations where repository_id = $1 and head_sha = $2), 0) as invalidated,
        coalesce((select evaluation_generation from pull_generations where repository_id = $1 and pull_number = $3), 0) as evaluation,
        coalesce((select authority_epoch from installation_epochs where installation_id = $4), 0) as authority_epoch,
        case when exists (select 1 from jobs where installation_id = $4 and kind in ('installation_fanout', 'repository_fanout') and state in ('pending', 'leased')) then 1 else 0 end as fanout_pending,
-       case when exists (select 1 from jobs where id = $5 and lease_owner = $6 and state = 'leased' and lease_expires_at_ms >= $7) then 1 else 0 end as lease_held`,
+       case when exists (select 1 from jobs where id = $5 and lease_owner = $6 and state = 'leased' and lease_expires_at_ms >= $7) then 1 else 0 end as lease_held${awaiting}`,
     input.repositoryId, input.headSha, input.pullNumber, input.installationId, input.jobId, input.owner, input.now,
   ));
   return {
@@ -138,6 +147,7 @@ export function* readFences(input: { jobId: number; owner: string; installationI
     authorityEpoch: Number(row!.authority_epoch),
     fanoutPending: Number(row!.fanout_pending) === 1,
     leaseHeld: Number(row!.lease_held) === 1,
+    mergeAwaitingEnrollment: Number(row!.merge_awaiting ?? 0) === 1,
   };
 }
 

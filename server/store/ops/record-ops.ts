@@ -1,5 +1,5 @@
 import { type DecisionRecordBody, encodeRecordBody } from "../../records/codec.ts";
-import { batch, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
+import { all, batch, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
 import { BEGIN_CHECK_WRITE_SQL, REMEMBER_HEAD_CHECK_SQL, rememberHeadCheckParams, SETTLE_CHECK_DIGEST_SQL } from "./published-ops.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 
@@ -132,6 +132,8 @@ export type MergeInput = {
   /** The head at merge. */
   readonly headSha: string;
   readonly mergeCommitSha: string | null;
+  /** The base commit it merged onto: enrollment is read there (settleMergeEnrollment); null when the forge did not say. */
+  readonly baseSha: string | null;
   readonly mergedBy: { readonly id: number; readonly login: string } | null;
   readonly mergedAtMs: number | null;
   /** Found by the reconciler (its `closed` delivery was missed). */
@@ -158,11 +160,12 @@ export function mergeRecordQuery(input: MergeInput): Query {
   return query(
     "one",
     `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms)
+       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms, base_sha)
      select CAST($1 AS bigint), CAST($2 AS bigint), CAST($3 AS text), CAST($4 AS integer), CAST($5 AS text), CAST($6 AS text), CAST($7 AS bigint), CAST($8 AS text),
        CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null and (g.reset_at_ms is null or g.reset_at_ms <= d.published_at_ms), false),
        coalesce(d.break_glass, false), CAST($10 AS boolean), CAST($11 AS bigint),
-       case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end
+       case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end,
+       CAST($13 AS text)
      from (select 1 as here) one left join (
        select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
        where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
@@ -176,6 +179,7 @@ export function mergeRecordQuery(input: MergeInput): Query {
     // A recovered merge is judged by the records published before it (give or take the clocks' skew): a closed pull request
     // is evaluated again after its merge, and that later record must not decide whether the merge was approved.
     input.recovered && input.mergedAtMs !== null ? input.mergedAtMs + MERGE_CLOCK_SKEW_MS : null,
+    input.baseSha,
   );
 }
 
@@ -204,6 +208,50 @@ export function* recordRecoveredMerges(lease: ElectionLease, merges: readonly Me
   if (merges.length === 0) return [];
   const rows = yield* batch(merges.map(mergeRecordQuery), { last: true });
   return rows.map(recordedMergeOf).filter((merge): merge is RecordedMerge => merge !== null);
+}
+
+/** A merge whose enrollment (is the service enabled at its base commit?) is not read yet (migration 0010). */
+export type MergeAwaitingEnrollment = {
+  readonly id: number;
+  readonly installationId: number;
+  readonly repositoryId: number;
+  readonly repositoryFullName: string;
+  readonly pullNumber: number;
+  readonly headSha: string;
+  readonly baseSha: string | null;
+  readonly recovered: boolean;
+};
+
+/** Merges read per settling pass (the worker's for one pull request, the reconciler's per attempt). */
+export const ENROLLMENT_BATCH = 100;
+
+/**
+ * The merges whose enrollment is not read yet, oldest first: those of one pull request (the worker's evaluation of it), or
+ * all (the reconciler). A read through the partial index of pending rows: no row lock.
+ */
+export function* readMergesAwaitingEnrollment(of: { readonly repositoryId: number; readonly pullNumber: number } | null, limit: number = ENROLLMENT_BATCH): Op<MergeAwaitingEnrollment[]> {
+  const columns = "select id, installation_id, repository_id, repository_full_name, pull_number, head_sha, base_sha, recovered from merge_records where enrollment is null";
+  const rows = of === null
+    ? yield* all<Record<string, unknown>>(`${columns} order by id limit $1`, limit)
+    : yield* all<Record<string, unknown>>(`${columns} and repository_id = $1 and pull_number = $2 order by id limit $3`, of.repositoryId, of.pullNumber, limit);
+  return rows.map((row) => ({
+    id: Number(row.id), installationId: Number(row.installation_id), repositoryId: Number(row.repository_id), repositoryFullName: String(row.repository_full_name),
+    pullNumber: Number(row.pull_number), headSha: String(row.head_sha), baseSha: row.base_sha === null ? null : String(row.base_sha), recovered: row.recovered === true || Number(row.recovered) === 1,
+  }));
+}
+
+/**
+ * Settles a merge's enrollment once (the first settle wins; a merge settled already answers null). A `not_enrolled` merge is
+ * never unapproved: the service was not enabled where it merged. Answers whether the settled merge is unapproved (the caller
+ * reports it: only an enrolled merge is counted). One statement alone (merge_records, the store's lock order 8).
+ */
+export function* settleMergeEnrollment(id: number, enrollment: "enrolled" | "not_enrolled"): Op<{ readonly unapproved: boolean } | null> {
+  const row = yield* lone(one<{ unapproved: unknown }>(
+    `update merge_records set enrollment = CAST($2 AS text), unapproved = case when CAST($2 AS text) = 'not_enrolled' then false else unapproved end
+     where id = $1 and enrollment is null returning unapproved`,
+    id, enrollment,
+  ));
+  return row === null ? null : { unapproved: row.unapproved === true || Number(row.unapproved) === 1 };
 }
 
 /** Rows removed per table per pruning transaction (as PUBLISHED_PRUNE_BATCH). */

@@ -1,7 +1,8 @@
 import { plain, type BreakGlassOverride } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
 import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
-import { type JobRow, readFences, readIndexedOnHead, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
+import { type JobRow, readFences, readIndexedOnHead, readMergesAwaitingEnrollment, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
+import { settleEnrollments } from "../../records/enrollment.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { LeaseLost, RetryLater } from "../errors.ts";
 import { inlineEvaluator } from "../evaluator.ts";
@@ -25,8 +26,11 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   const evaluator = ctx.evaluator ?? inlineEvaluator(ctx.settings);
   const pullNumber = row.pull_number!;
   const rowHead = row.head_sha!;
-  const fencesAt = (headSha: string) => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now() }));
-  const before = await fencesAt(rowHead);
+  const fencesAt = (headSha: string, withMergeAwaiting = false) => ctx.store.execute(() => readFences({ jobId: row.id, owner: leaseOf(row), installationId: row.installation_id, repositoryId: repository.repositoryId, headSha, pullNumber, now: ctx.now(), withMergeAwaiting }));
+  const before = await fencesAt(rowHead, true);
+  // A merge of this pull request recorded by its `closed` delivery: its enrollment is read now, whatever this evaluation
+  // comes to (server/records/enrollment.ts). The same first read says so: no statement added to an ordinary evaluation.
+  if (before.mergeAwaitingEnrollment === true) await settleMergesOf(ctx, row, repository, pullNumber, signal);
   const captured = { shared: before.shared, evaluation: before.evaluation };
   // The fast path's read of this pull request, when it was made after the acceptance of the generation captured here.
   const handed = Number(row.evaluation_generation) === captured.evaluation
@@ -112,6 +116,16 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
   }
   return { kind: "done", note: result };
+}
+
+/** Best effort: a merge left pending is settled by the next evaluation of the pull request or by the reconciler. */
+async function settleMergesOf(ctx: WorkerContext, row: JobRow, repository: RepositoryRef, pullNumber: number, signal: AbortSignal): Promise<void> {
+  try {
+    const pending = await ctx.store.execute(() => readMergesAwaitingEnrollment({ repositoryId: repository.repositoryId, pullNumber }));
+    await settleEnrollments({ store: ctx.store, forge: ctx.forge, policyPath: ctx.settings.policyPath, metrics: ctx.metrics, log: ctx.log }, pending, { signal, priority: priorityOf(row) });
+  } catch (error) {
+    ctx.log.warn({ code: (error as { code?: string }).code ?? "unknown" }, "the enrollment of a merge could not be read; the reconciler reads it");
+  }
 }
 
 /**

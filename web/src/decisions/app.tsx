@@ -75,7 +75,8 @@ function OverrideBadge() {
 function SummaryResult(props: { item: HistorySummary }) {
   const { item } = props;
   if (item.kind === "merge") {
-    if (item.unapproved) return <span><strong className="unapproved-label">Unapproved merge</strong>{item.break_glass ? <OverrideBadge /> : null}</span>;
+    if (item.enrollment === "not_enrolled") return <span>Merged where the service was not enabled (not enrolled)</span>;
+    if (item.unapproved) return <span><strong className="unapproved-label">Unapproved merge</strong>{item.reset_at !== null ? " (its success was withdrawn by a reset)" : null}{item.break_glass ? <OverrideBadge /> : null}</span>;
     if (item.break_glass) {
       return <span><strong className="override-label">Merged on a break-glass override</strong>, approved by {item.decision_id ?? "a decision"}<OverrideBadge /></span>;
     }
@@ -340,7 +341,17 @@ function MergeView(props: { record: MergeRecord; settings: PageSettings }) {
   return (
     <article aria-labelledby="record-heading">
       <h1 id="record-heading">Merge {record.id} of #{record.pull_request}</h1>
-      {record.unapproved ? (
+      {record.enrollment === "not_enrolled" ? (
+        <p className="notice" data-testid="not-enrolled">
+          <strong>Not enrolled.</strong> The repository policy at the base commit {record.base_sha ?? ""} does not enable the service, so this
+          merge is not an unapproved merge.
+        </p>
+      ) : record.unapproved && record.reset_at !== null ? (
+        <p className="notice unapproved-notice" data-testid="unapproved">
+          <strong>Unapproved merge.</strong> The success {record.decision_id} was withdrawn: the service reset the check to in progress at{" "}
+          {record.reset_at}, and the head merged before the next confirmed success: an administrator bypass, or the check was not required.
+        </p>
+      ) : record.unapproved ? (
         <p className="notice unapproved-notice" data-testid="unapproved">
           <strong>Unapproved merge.</strong> The head at merge had no confirmed success from the service
           {record.decision_id === null ? " (no decision was recorded for it)"
