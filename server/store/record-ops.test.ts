@@ -4,7 +4,7 @@ import { decodeRecordBody } from "../records/codec.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
 import {
   acquireElectionLease, all, confirmDecision, finishHeadInvalidation, markHeadInvalidated, type MergeInput, markGuardedReset, pruneHistory, readHeadCheck, readHistoryBatch, recordMerge, recordPendingDecision,
-  recordRecoveredMerges, rememberHeadCheck, run, type Store, supersedeForFanout,
+  readFences, readMergesAwaitingEnrollment, recordRecoveredMerges, rememberHeadCheck, run, settleMergeEnrollment, type Store, supersedeForFanout,
 } from "./index.ts";
 
 /** Decision records and merge records, the write side (DESIGN 3.10, migration 0008). */
@@ -192,6 +192,29 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     await generations(HEAD, 2, 1);
     await store.execute(() => markHeadInvalidated({ repositoryId: 40, headSha: HEAD, generation: 2, now: 900_000 }));
     expect(await store.execute(() => recordMerge(merge({ pullNumber: 7, mergedAtMs: 2_000, recovered: true })))).toMatchObject({ unapproved: true });
+  });
+
+  test("a merge awaits its enrollment until settled once: not_enrolled is never unapproved, enrolled keeps its judgement; the evaluation's fences read says which pull requests await", async () => {
+    await open();
+    const fences = (pullNumber: number) => store.execute(() => readFences({ jobId: 1, owner: "w", installationId: 4, repositoryId: 40, headSha: HEAD, pullNumber, now: 1, withMergeAwaiting: true }));
+    await store.execute(() => recordMerge(merge({ pullNumber: 7 })));
+    await store.execute(() => recordMerge(merge({ pullNumber: 8, baseSha: null })));
+    const pending = await store.execute(() => readMergesAwaitingEnrollment(null));
+    expect(pending.map((m) => [m.pullNumber, m.baseSha, m.repositoryFullName, m.recovered])).toEqual([[7, "b".repeat(40), "acme/web", false], [8, null, "acme/web", false]]);
+    expect((await store.execute(() => readMergesAwaitingEnrollment({ repositoryId: 40, pullNumber: 8 }))).map((m) => m.pullNumber)).toEqual([8]);
+    expect((await fences(7)).mergeAwaitingEnrollment).toBe(true);
+    expect((await fences(9)).mergeAwaitingEnrollment).toBe(false);
+
+    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "not_enrolled"))).toEqual({ unapproved: false });
+    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "enrolled"))).toBeNull(); // settled once
+    expect(await store.execute(() => settleMergeEnrollment(pending[1]!.id, "enrolled"))).toEqual({ unapproved: true });
+    const rows = await store.execute(() => all<{ pull_number: number; enrollment: string; unapproved: unknown; base_sha: string | null }>("select pull_number, enrollment, unapproved, base_sha from merge_records order by id"));
+    expect(rows.map((r) => [r.pull_number, r.enrollment, truth(r.unapproved), r.base_sha])).toEqual([[7, "not_enrolled", false, "b".repeat(40)], [8, "enrolled", true, null]]);
+    expect(await store.execute(() => readMergesAwaitingEnrollment(null))).toEqual([]);
+    expect((await fences(7)).mergeAwaitingEnrollment).toBe(false);
+    // Only unapproved enrolled merges answer the history's unapproved filter.
+    const unapproved = await store.execute(() => readHistoryBatch({ unapproved: true }, null, 10));
+    expect(unapproved.records.map((r) => r.kind === "merge" && [r.pull_request, r.enrollment])).toEqual([[8, "enrolled"]]);
   });
 
   test("a merge approved by a break-glass override says so, as its record does", async () => {
