@@ -106,6 +106,21 @@ describe.each(BACKENDS)("merge recovery by the reconciler on %s", (backend) => {
     sim.faults.clear();
   }, 60_000);
 
+  test("a recovered merge in a repository that does not enable the service is not_enrolled and not counted", async () => {
+    rig = await startReconcilerRig(backend, []);
+    const { sim, scenario } = rig;
+    sim.control.createRepository({ owner: scenario.org, name: "legacy", files: { "README.md": "legacy\n" } });
+    await sim.control.commit({ owner: scenario.org, repo: "legacy", branch: "change", files: { "src/x.ts": "export {};\n" }, sender: "erin" });
+    const legacy = await sim.control.openPullRequest({ owner: scenario.org, repo: "legacy", head: "change", author: "erin" });
+    expect((await rig.reconciler.runOnce()).result).toBe("success");
+    await sim.control.mergePullRequest({ owner: scenario.org, repo: "legacy", number: legacy.number, by: "bob", at: new Date().toISOString() });
+    expect(await rig.reconciler.runOnce()).toMatchObject({ result: "success", mergesRecovered: 1 });
+    const rows = await rig.store.execute(() => all<{ pull_number: number; enrollment: string | null; unapproved: unknown; recovered: unknown }>("select pull_number, enrollment, unapproved, recovered, base_sha from merge_records"));
+    expect(rows.map((r) => [r.pull_number, r.enrollment, truth(r.unapproved), truth(r.recovered)])).toEqual([[legacy.number, "not_enrolled", false, true]]);
+    expect(await unapprovedCount()).toBe(0);
+    expect(rig.logs.filter((line) => line.includes("unapproved merge"))).toHaveLength(0);
+  }, 60_000);
+
   test("a recovered merge whose head had a confirmed success is not unapproved; a merge from before records were kept is not recovered", async () => {
     rig = await startReconcilerRig(backend, ["alice", "bob"]);
     const { sim, scenario } = rig;

@@ -52,6 +52,8 @@ export const RECENTLY_CLOSED_PULLS = {
     if ((item as Json).merged_at === null || (item as Json).merged_at === undefined) return [];
     const kept = pick(item, CLOSED_PULL_FIELDS) as Json;
     if ("head" in item) kept.head = pick((item as Json).head, ["sha"]);
+    // The base commit it merged onto: its enrollment is read there (server/records/enrollment.ts).
+    if ("base" in item) kept.base = pick((item as Json).base, ["sha"]);
     return [kept];
   }),
 } as const;

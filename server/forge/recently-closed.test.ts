@@ -29,7 +29,7 @@ test("one page of the most recently updated closed pull requests, merged ones on
   const from = sim.requests.length;
   const first = await client.listRecentlyClosedPullRequests(s.installationId, s.org, s.repo);
   expect(first.notModified).toBe(false);
-  expect(first.items).toEqual([{ number: merged.number, merged_at: merged.merged!.at, merge_commit_sha: merged.merged!.commitSha, head: { sha: merged.headSha } }]);
+  expect(first.items).toEqual([{ number: merged.number, merged_at: merged.merged!.at, merge_commit_sha: merged.merged!.commitSha, head: { sha: merged.headSha }, base: { sha: merged.baseSha } }]);
   const asked = sim.requests.slice(from).filter((r) => r.path.endsWith("/pulls"));
   expect(asked).toHaveLength(1);
   const query = new URLSearchParams(asked[0]!.query);
