@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { BACKENDS, createTestDatabase } from "../../e2e/support/databases.ts";
 import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, indexListingComplete, indexListingPage,
-  markHeadInvalidated, migrateDatabase, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
+  markGuardedReset, markHeadInvalidated, migrateDatabase, readMergesAwaitingEnrollment, settleMergeEnrollment, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout, confirmDecision, type PendingCheckWrite, pruneHistory, recordPendingDecision, recordRecoveredMerges,
 } from "./index.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
@@ -103,6 +103,11 @@ function round(store: Store, n: number): Promise<unknown>[] {
       return yield* pruneHistory(lease, now - 3, now);
     }),
     store.execute(() => clearCheckDigest(repo.repositoryId, pull.headSha, now)),
+    store.execute(() => markGuardedReset(repo.repositoryId, pull.headSha, now)),
+    (async () => {
+      const pending = await store.execute(() => readMergesAwaitingEnrollment(null, 3));
+      for (const merge of pending) await store.execute(() => settleMergeEnrollment(merge.id, n % 2 === 0 ? "enrolled" : "not_enrolled"));
+    })(),
     store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, authoritySubjects: `user:u${n}\n`, now })),
     store.execute(function* () {
       yield* acquireElectionLease(lease, now);
