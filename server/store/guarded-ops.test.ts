@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import {
-  all, beginCheckWrite, clearCheckDigest, confirmDecision, forgetHeadCheck, lone, migrateDatabase, readFences, readHeadCheck, recordAudit, recordPendingDecision, rememberHeadCheck, settleCheckDigest,
+  all, beginCheckWrite, clearCheckDigest, confirmDecision, forgetHeadCheck, lone, markGuardedReset, migrateDatabase, readFences, readHeadCheck, recordAudit, recordPendingDecision, rememberHeadCheck, settleCheckDigest,
 } from "./index.ts";
 import { PostgresStore } from "./postgres.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
@@ -46,6 +46,8 @@ describe("operations under the publication guards on postgresql", () => {
       expect(await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token: "pending:3", now, settle: { digest: "e", generation: 3 } }))).toBe(true);
       await store.execute(() => lone(clearCheckDigest(40, HEAD, now)));
       expect(await store.execute(() => readHeadCheck(40, HEAD))).toEqual({ check_run_id: 99, digest: null, digest_generation: null });
+      // ensureRememberedCheckInProgress (a shared head): the head's last reset and the digest, one statement.
+      await store.execute(() => markGuardedReset(40, HEAD, now));
       await store.execute(() => forgetHeadCheck(40, HEAD, 99));
       expect(await store.execute(() => readHeadCheck(40, HEAD))).toBeNull();
       await store.execute(() => lone(recordAudit({ kind: "conclusion", installationId: 4, repositoryId: 40, pullNumber: 7, headSha: HEAD, outcome: "success", detail: {}, now })));

@@ -147,7 +147,7 @@ export function* readFences(input: {
     authorityEpoch: Number(row!.authority_epoch),
     fanoutPending: Number(row!.fanout_pending) === 1,
     leaseHeld: Number(row!.lease_held) === 1,
-    mergeAwaitingEnrollment: Number(row!.merge_awaiting ?? 0) === 1,
+    ...(input.withMergeAwaiting === true ? { mergeAwaitingEnrollment: Number(row!.merge_awaiting) === 1 } : {}),
   };
 }
 
