@@ -36,13 +36,14 @@ describe("direct triggers", () => {
       return (map("pull_request", payload) as { merge?: unknown }).merge;
     };
     const facts = { merged: true, merge_commit_sha: "e".repeat(40), merged_by: { login: "bob", id: 44, type: "User" }, merged_at: "2026-11-22T10:00:00Z" };
-    expect(merged(facts)).toEqual({ mergeCommitSha: "e".repeat(40), mergedBy: { id: 44, login: "bob" }, mergedAtMs: Date.parse("2026-11-22T10:00:00Z") });
+    const base = (pullRequestEvent("closed").pull_request as { base: { sha: string } }).base.sha;
+    expect(merged(facts)).toEqual({ mergeCommitSha: "e".repeat(40), baseSha: base, mergedBy: { id: 44, login: "bob" }, mergedAtMs: Date.parse("2026-11-22T10:00:00Z") });
     expect(merged({ ...facts, merged: false })).toBeUndefined();
     expect(merged({ merged: false, merge_commit_sha: null, merged_by: null, merged_at: null })).toBeUndefined();
     expect(merged(facts, "edited")).toBeUndefined();
     // What is not of its documented form is not kept (a signed payload is still bounded in what it makes us store).
-    expect(merged({ ...facts, merge_commit_sha: "not a sha", merged_by: { login: "x".repeat(65), id: 44 }, merged_at: "yesterday" }))
-      .toEqual({ mergeCommitSha: null, mergedBy: null, mergedAtMs: null });
+    expect(merged({ ...facts, merge_commit_sha: "not a sha", merged_by: { login: "x".repeat(65), id: 44 }, merged_at: "yesterday", base: { sha: "not a sha" } }))
+      .toEqual({ mergeCommitSha: null, baseSha: null, mergedBy: null, mergedAtMs: null });
     expect(merged({ ...facts, merged_by: { login: "bob", id: -1 }, merged_at: "2".repeat(41) })).toMatchObject({ mergedBy: null, mergedAtMs: null });
   });
   test("a synchronize names the head it left (before), which must be a commit ID", () => {

@@ -3,7 +3,9 @@ import { BACKENDS } from "../../e2e/support/databases.ts";
 import { type Harness, ingressHarness } from "../../e2e/support/ingress-harness.ts";
 import { INSTALLATION, pullRequestEvent, SHA_A, WEB } from "../../e2e/support/payloads.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
-import { confirmDecision, PostgresStore, recordPendingDecision } from "../store/index.ts";
+import { pino } from "pino";
+import { EnrollmentCache, settleEnrollments } from "../records/enrollment.ts";
+import { confirmDecision, PostgresStore, readMergesAwaitingEnrollment, recordPendingDecision } from "../store/index.ts";
 
 /** A merged `closed` delivery records its merge in its acceptance (DESIGN 3.10, issue 28 item 2). */
 describe.each(BACKENDS)("merge records at ingress on %s", (backend) => {
@@ -12,6 +14,7 @@ describe.each(BACKENDS)("merge records at ingress on %s", (backend) => {
     await h?.close();
   });
   const MERGE_COMMIT = "e".repeat(40);
+  const BASE_SHA = (pullRequestEvent("closed").pull_request as { base: { sha: string } }).base.sha;
   const mergedEvent = (merged = true) => {
     const payload = pullRequestEvent("closed");
     payload.pull_request = { ...payload.pull_request, state: "closed", merged, merge_commit_sha: merged ? MERGE_COMMIT : null, merged_by: merged ? { login: "bob", id: 44, type: "User" } : null, merged_at: merged ? "2026-11-22T10:00:00Z" : null } as typeof payload.pull_request;
@@ -19,17 +22,27 @@ describe.each(BACKENDS)("merge records at ingress on %s", (backend) => {
   };
   const unapprovedCount = async () => (await h.metrics.unapprovedMerges.get()).values.reduce((sum, v) => sum + v.value, 0);
   const warnings = () => h.logs.filter((line) => line.includes("unapproved merge"));
-  const merges = () => h.rows<{ pull_number: number; head_sha: string; merge_commit_sha: string; merged_by_id: number; merged_by_login: string; merged_at_ms: number; decision_id: number | null; unapproved: unknown; recovered: unknown }>(
-    "select pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login, merged_at_ms, decision_id, unapproved, recovered from merge_records",
+  const merges = () => h.rows<{ pull_number: number; head_sha: string; merge_commit_sha: string; merged_by_id: number; merged_by_login: string; merged_at_ms: number; decision_id: number | null; unapproved: unknown; recovered: unknown; enrollment: string | null; base_sha: string | null }>(
+    "select pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login, merged_at_ms, decision_id, unapproved, recovered, enrollment, base_sha from merge_records",
   );
   const truth = (value: unknown) => value === true || Number(value) === 1;
 
-  test("a merge without a success is recorded unapproved, counted and logged once, however often it is delivered", async () => {
+  /** What the worker or the reconciler does next: reads the policy at the base commit (here: one that enables the service). */
+  const settle = async () => {
+    const pending = await h.store.execute(() => readMergesAwaitingEnrollment(null));
+    const forge = { readFile: async () => ({ kind: "found", path: ".forge/service-policy.toml", text: "schema_version = 1\nenabled = true\n", bytes: 32 }) as const };
+    return settleEnrollments({ store: h.store, forge, policyPath: ".forge/service-policy.toml", cache: new EnrollmentCache(), metrics: h.metrics, log: pino({ level: "warn" }, { write: (line: string) => void h.logs.push(line) }) }, pending);
+  };
+
+  test("a merge without a success is recorded unapproved with its enrollment unread, and counted and logged once when it is read, however often it is delivered", async () => {
     h = await ingressHarness(backend);
     expect((await h.send("pull_request", "m1", mergedEvent())).status).toBe(202);
     const [row] = await merges();
-    expect(row).toMatchObject({ pull_number: 7, head_sha: SHA_A, merge_commit_sha: MERGE_COMMIT, merged_by_login: "bob", decision_id: null });
+    expect(row).toMatchObject({ pull_number: 7, head_sha: SHA_A, merge_commit_sha: MERGE_COMMIT, merged_by_login: "bob", decision_id: null, enrollment: null, base_sha: BASE_SHA });
     expect([Number(row!.merged_by_id), Number(row!.merged_at_ms), truth(row!.unapproved), truth(row!.recovered)]).toEqual([44, Date.parse("2026-11-22T10:00:00Z"), true, false]);
+    // The acceptance makes no forge request: nothing is counted until the enrollment is read.
+    expect(await unapprovedCount()).toBe(0);
+    expect(await settle()).toBe(1);
     expect(await unapprovedCount()).toBe(1);
     expect(warnings()).toHaveLength(1);
     const warning = JSON.parse(warnings()[0]!);
@@ -40,6 +53,7 @@ describe.each(BACKENDS)("merge records at ingress on %s", (backend) => {
     // A redelivery (the same delivery, or the same merge delivered again) records and reports nothing more.
     expect((await h.send("pull_request", "m1", mergedEvent())).status).toBe(202);
     expect((await h.send("pull_request", "m2", mergedEvent())).status).toBe(202);
+    expect(await settle()).toBe(0);
     expect(await merges()).toHaveLength(1);
     expect(await unapprovedCount()).toBe(1);
     expect(warnings()).toHaveLength(1);
