@@ -35,7 +35,8 @@ import type { Op, OpOptions } from "./op.ts";
  *      pending token and the settled digest (ops/record-ops.ts), and deleted by the reconciler's pruning alone after its
  *      lease (1); the acceptance of a merge and the reconciler's recovery only read them (and the head's `reset_at_ms`, 3);
  *   8. `webhook_deliveries`, `audit_events` and `merge_records`: rows of one acceptance or one job alone (a merge record is
- *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease). No two different operations lock
+ *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease, and its enrollment
+ *      settled once by one statement alone, by the worker or the reconciler: settleMergeEnrollment, ops/record-ops.ts). No two different operations lock
  *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where
  *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last.
  *
