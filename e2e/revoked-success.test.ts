@@ -101,9 +101,9 @@ describe.each(BACKENDS)("a merge after the service withdrew its success, on %s",
       await waitUntil(async () => {
         const item = (await api<HistoryPage>(`/api/decisions?commit=${mergeCommit}&kind=merge`)).items[0];
         merge = item?.kind === "merge" ? await api<MergeRecord>(`/api/decisions/${item.id}`) : undefined;
-        return merge !== undefined;
-      }, "the merge record");
-      expect(merge).toMatchObject({ head_sha: head, decision_id: success, decision_conclusion: "success", unapproved: true });
+        return merge !== undefined && merge.enrollment !== "pending";
+      }, "the merge record with its enrollment read");
+      expect(merge).toMatchObject({ head_sha: head, decision_id: success, decision_conclusion: "success", unapproved: true, enrollment: "enrolled" });
       // The reset that withdrew the success, before the merge was recorded.
       const resetAt = Date.parse(merge!.reset_at ?? "");
       expect(resetAt).toBeLessThanOrEqual(Date.parse(merge!.recorded_at));
