@@ -25,6 +25,7 @@ type Seeded = {
   hostile: { id: string; reason: string; recorded: string };
   unconfirmed: { id: string };
   unconfirmedMerge: { id: string };
+  notEnrolled: { id: string; mergeCommit: string; base: string };
   blobs: { codeowners: string; repositoryPolicy: string; organizationPolicy: string };
   organizationPolicyCommit: string;
 };
@@ -49,8 +50,8 @@ async function noViolations(page: Page, what: string) {
 
 test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(10);
-  expect(await recordLinks(page)).toEqual([seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
+  await expect(rows(page)).toHaveCount(11);
+  expect(await recordLinks(page)).toEqual([seeded.notEnrolled.id, seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
   await noViolations(page, "search page");
   await page.screenshot({ path: testInfo.outputPath("search.png"), fullPage: true });
 
@@ -99,6 +100,21 @@ test("a record shows its owner sets, the reviews that satisfied them and its fil
   await page.screenshot({ path: testInfo.outputPath("decision-record.png"), fullPage: true });
 });
 
+test("a merge in a repository that does not enable the service is not enrolled: neither highlighted nor listed as unapproved", async ({ page }) => {
+  await page.goto("/decisions/?repository=acme/legacy");
+  await expect(rows(page)).toHaveCount(1);
+  const row = rows(page).first();
+  await expect(row).not.toHaveClass(/unapproved/);
+  await expect(row).toContainText("Merged where the service was not enabled (not enrolled)");
+  await row.locator("th a").click();
+  await expect(page.getByTestId("not-enrolled")).toContainText(`Not enrolled. The repository policy at the base commit ${seeded.notEnrolled.base} does not enable the service`);
+  await expect(page.getByTestId("unapproved")).toHaveCount(0);
+  await noViolations(page, "not enrolled merge");
+  await page.goto("/decisions/?unapproved=true");
+  await expect(rows(page)).toHaveCount(2);
+  expect(await recordLinks(page)).not.toContain(seeded.notEnrolled.id);
+});
+
 test("an unapproved merge is highlighted, names the decision current at merge, and that unconfirmed decision is marked", async ({ page }) => {
   await page.goto("/decisions/?unapproved=true");
   await expect(rows(page)).toHaveCount(2);
@@ -141,7 +157,7 @@ test("open in playground hands the record's inputs to the playground, each file 
 
 test("the overrides filter, used from the keyboard, asks the route for overrides only and lists only the override records, each marked", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(10);
+  await expect(rows(page)).toHaveCount(11);
   const filter = page.getByLabel("Break-glass overrides only");
   await expect(filter).not.toBeChecked();
   await filter.focus();

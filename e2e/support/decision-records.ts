@@ -1,6 +1,6 @@
 import type { DecisionRecordBody } from "../../server/records/codec.ts";
 import type { RecordId } from "../../server/records/schema.ts";
-import { confirmDecision, one, recordMerge, recordPendingDecision, type Store } from "../../server/store/index.ts";
+import { confirmDecision, one, recordMerge, recordPendingDecision, settleMergeEnrollment, type Store } from "../../server/store/index.ts";
 
 /**
  * Decision and merge records for the readers' tests (history ops, the routes, the decisions page), written through the
@@ -45,6 +45,8 @@ export async function seedDecision(store: Store, at: number, over: SeedDecision 
 export type SeedMerge = {
   readonly repository?: string; readonly repositoryId?: number; readonly pull?: number; readonly head?: string; readonly mergeCommit?: string | null;
   readonly mergedBy?: { readonly id: number; readonly login: string } | null; readonly recovered?: boolean;
+  /** The base commit it merged onto, and its enrollment settled as the worker settles it (absent: not read yet). */
+  readonly baseSha?: string; readonly enrollment?: "enrolled" | "not_enrolled";
 };
 
 /**
@@ -55,9 +57,10 @@ export type SeedMerge = {
 export async function seedMerge(store: Store, at: number, over: SeedMerge = {}): Promise<RecordId> {
   const merged = await store.execute(() => recordMerge({
     installationId: 4, repositoryId: over.repositoryId ?? 40, repositoryFullName: over.repository ?? "Acme/Web", pullNumber: over.pull ?? 100_000 + ++sequence,
-    headSha: over.head ?? RECORD_HEAD, baseSha: null, mergeCommitSha: over.mergeCommit === undefined ? RECORD_MERGE_COMMIT : over.mergeCommit,
+    headSha: over.head ?? RECORD_HEAD, baseSha: over.baseSha ?? null, mergeCommitSha: over.mergeCommit === undefined ? RECORD_MERGE_COMMIT : over.mergeCommit,
     mergedBy: over.mergedBy === undefined ? { id: 501, login: "octocat" } : over.mergedBy, mergedAtMs: at - 5, recovered: over.recovered ?? false, now: at,
   }));
   if (merged === null) throw new Error("seedMerge: the merge was recorded already");
+  if (over.enrollment !== undefined) await store.execute(() => settleMergeEnrollment(merged.id, over.enrollment!));
   return `m${merged.id}`;
 }

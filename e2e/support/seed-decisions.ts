@@ -8,7 +8,8 @@
  *   - acme/gadgets #7: a confirmed success with no merge;
  *   - acme/widgets #44: a break-glass override (sam of the team on-call), then its merge: merged on the override;
  *   - acme/gadgets #8: an override whose reason is hostile (markup, and far longer than the record keeps), no merge;
- *   - acme/tools #3: an override never confirmed, then its merge: an unapproved merge whose decision carried an override.
+ *   - acme/tools #3: an override never confirmed, then its merge: an unapproved merge whose decision carried an override;
+ *   - acme/legacy #5: a merge in a repository whose policy does not enable the service: not enrolled, not unapproved.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseDatabaseUrl } from "../../server/config/index.ts";
@@ -97,6 +98,8 @@ try {
   const unconfirmedBody = record("break-glass", tools, t + 18_000_000, (e) => onPull(3, "e".repeat(40))({ ...e, repository: { ...e.repository, name: "tools" } }));
   const unconfirmed = await seedDecision(store, t + 18_000_000, { ...unconfirmedBody, confirmed: false });
   const unconfirmedMerge = await seedMerge(store, t + 18_060_000, { repository: tools.full_name, repositoryId: tools.id, pull: 3, head: unconfirmedBody.head_sha, mergeCommit: "f0".repeat(20), mergedBy: { id: 102, login: "bob" } });
+  const legacy = { id: 504, full_name: "acme/legacy" };
+  const notEnrolled = await seedMerge(store, t + 21_660_000, { repository: legacy.full_name, repositoryId: legacy.id, pull: 5, head: "9a".repeat(20), mergeCommit: "9b".repeat(20), mergedBy: { id: 102, login: "bob" }, baseSha: "9c".repeat(20), enrollment: "not_enrolled" });
   const output = JSON.stringify({
     approved: { id: approved, head: approvedBody.head_sha, base: approvedBody.base_sha, title: approvedBody.title, conclusion: approvedBody.conclusion },
     merged: { id: merged, mergeCommit: "5".repeat(40) },
@@ -108,6 +111,7 @@ try {
     hostile: { id: hostile, reason: hostileReason, recorded: hostileBody.break_glass.reason },
     unconfirmed: { id: unconfirmed },
     unconfirmedMerge: { id: unconfirmedMerge },
+    notEnrolled: { id: notEnrolled, mergeCommit: "9b".repeat(20), base: "9c".repeat(20) },
     blobs: SEEDED_BLOBS,
     organizationPolicyCommit: ORGANIZATION_POLICY_COMMIT,
   });
