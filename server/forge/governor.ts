@@ -20,7 +20,8 @@ import { type ProbeClock, systemClock } from "./identity-probe.ts";
 export type Priority = "interactive" | "background";
 
 /** Label values of service_forge_requests_total (fixed vocabularies; never a route, repository or installation). */
-export const REQUEST_KINDS = ["read", "write", "app"] as const;
+/** `graphql`: a GraphQL query (POST /graphql; queries only, never a mutation). */
+export const REQUEST_KINDS = ["read", "write", "app", "graphql"] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 /** `deferred`: held back by the governor (a rate-limit wait past the bound, or the caller gave up while it waited); not sent. */
 export const REQUEST_OUTCOMES = ["ok", "not_modified", "not_found", "rate_limited", "error", "deferred"] as const;
@@ -49,6 +50,12 @@ export const BACKGROUND_SHARE = 0.75;
 export const MAX_RATE_LIMIT_WAIT_MS = 10_000;
 /** The scope of App-JWT requests (their primary limit is the App's own, not an installation's). */
 export const APP_SCOPE = "app";
+/**
+ * The scope of an installation's GraphQL queries: the forge keeps GraphQL's primary limit (its `x-ratelimit-*` headers name
+ * the `graphql` resource) and its per-minute points apart from REST's, so they are paced apart too; a query costs a read's points.
+ */
+export const graphqlScope = (installationId: number): string => `installation:${installationId}:graphql`;
+const isGraphqlScope = (key: string) => key.endsWith(":graphql");
 
 export type GovernorOptions = GovernorSettings & {
   readonly clock?: ProbeClock;
@@ -247,8 +254,9 @@ export function createGovernor(options: GovernorOptions): Governor {
   return {
     acquire(key, method, priority, signal) {
       const upper = method.toUpperCase();
-      const read = upper === "GET" || upper === "HEAD";
-      const kind: RequestKind = key === APP_SCOPE ? "app" : read ? "read" : "write";
+      const graphql = isGraphqlScope(key);
+      const read = upper === "GET" || upper === "HEAD" || graphql;
+      const kind: RequestKind = key === APP_SCOPE ? "app" : graphql ? "graphql" : read ? "read" : "write";
       const scope = scopeOf(key);
       return new Promise<Permit>((resolve, reject) => {
         const onAbort = () => {

@@ -4,11 +4,13 @@
 // never persisted or logged.
 import { App } from "@octokit/app";
 import { Octokit } from "@octokit/core";
+import { GraphqlResponseError, withCustomRequest } from "@octokit/graphql";
+import { request as octokitRequest } from "@octokit/request";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import { createAppJwtSource, withAppJwt } from "./app-jwt.ts";
 import { classifyForgeError, ForgeError } from "./errors.ts";
-import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, type Permit, type Priority } from "./governor.ts";
+import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, graphqlScope, type Permit, type Priority } from "./governor.ts";
 
 /** Runtime installation-token permissions: everything the service reads or writes, never statuses (spec "Authentication"). */
 export const INSTALLATION_PERMISSIONS = Object.freeze({ checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" } as const);
@@ -137,12 +139,27 @@ export interface ForgeResponse {
   revalidated?: true;
 }
 
+/** The route template GraphQL requests are logged, counted and classified under. */
+export const GRAPHQL_ROUTE = "POST /graphql";
+
+/** A GraphQL query and its variables (graphql.ts). */
+export interface GraphqlDocument {
+  readonly query: string;
+  readonly variables: Readonly<Record<string, unknown>>;
+}
+
 export interface Transport {
   readonly appId: number;
   /** App-authenticated (JWT) request: GET /app, GET /app/installations. */
   app(route: string, params: Record<string, unknown>, options?: CallOptions): Promise<ForgeResponse>;
   /** Installation-authenticated request with the runtime permissions. */
   installation(installationId: number, route: string, params: Record<string, unknown>, options?: CallOptions): Promise<ForgeResponse>;
+  /**
+   * Installation-authenticated GraphQL query (POST /graphql; on a forge whose REST API is under `/api/v3`, its `/api/graphql`).
+   * `data` is the whole answer (`data` and `errors` as the forge sent them); graphql.ts reads it. The governor paces it in
+   * the installation's GraphQL scope; `maxBodyBytes` bounds the answer as for REST reads.
+   */
+  graphql(installationId: number, document: GraphqlDocument, options?: CallOptions): Promise<ForgeResponse>;
 }
 
 export function createTransport(options: TransportOptions): Transport {
@@ -196,7 +213,7 @@ export function createTransport(options: TransportOptions): Transport {
    * several times the request itself (issue 5 profile). Same wire format as @octokit/request: path parameters percent-encoded
    * as RFC 6570 simple expansion, the others in the query (GET) or a JSON body, JSON parsed when the response says so.
    */
-  async function fetchInstallation(token: string, route: string, params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined, maxBodyBytes?: number): Promise<ForgeResponse> {
+  async function fetchInstallation(token: string, route: string, params: Record<string, unknown>, headers: Record<string, string>, signal: AbortSignal | undefined, maxBodyBytes?: number, url?: string): Promise<ForgeResponse> {
     const space = route.indexOf(" ");
     const method = route.slice(0, space);
     const rest: Record<string, unknown> = { ...params };
@@ -210,7 +227,7 @@ export function createTransport(options: TransportOptions): Transport {
     const read = method === "GET" || method === "HEAD";
     const query = read && fields.length > 0 ? `?${fields.map(([name, value]) => `${name}=${encodeURIComponent(String(value))}`).join("&")}` : "";
     const timeout = AbortSignal.timeout(options.requestTimeoutMs);
-    const response = await baseFetch(`${baseUrl}${path}${query}`, {
+    const response = await baseFetch(url ?? `${baseUrl}${path}${query}`, {
       method,
       headers: {
         accept: "application/vnd.github.v3+json",
@@ -322,6 +339,32 @@ export function createTransport(options: TransportOptions): Transport {
     }
   }
 
+  // GraphQL requests are composed by @octokit/graphql (variables, the endpoint's URL, including a GitHub Enterprise Server's
+  // `/api/graphql` beside its `/api/v3`) and sent by fetchInstallation, through the hook of a request made for each query:
+  // @octokit/request would read the whole answer unbounded, and the governor needs the answer's status and rate-limit
+  // headers, which @octokit/graphql does not return. The answer comes back whole (`data` and `errors`), for graphql.ts.
+  const graphqlBase = octokitRequest.defaults({ baseUrl });
+  function fetchGraphql(token: string, document: GraphqlDocument, headers: Record<string, string>, signal: AbortSignal | undefined, maxBodyBytes: number | undefined): Promise<ForgeResponse> {
+    let answer: ForgeResponse | undefined;
+    const query = withCustomRequest(graphqlBase.defaults({
+      request: {
+        hook: async (_send: unknown, endpoint: Parameters<typeof graphqlBase.endpoint.parse>[0]) => {
+          const { url, body } = graphqlBase.endpoint.parse(endpoint);
+          answer = await fetchInstallation(token, GRAPHQL_ROUTE, body as Record<string, unknown>, headers, signal, maxBodyBytes, url);
+          // @octokit/graphql reads `data.errors` and `data.data`: a body that is not an object is handed on as an empty one.
+          return { ...answer, url, data: typeof answer.data === "object" && answer.data !== null ? answer.data : {} };
+        },
+      },
+    }));
+    return query(document.query, { ...document.variables }).then(
+      () => answer!,
+      (error: unknown) => {
+        if (error instanceof GraphqlResponseError && answer !== undefined) return answer; // errors are read by graphql.ts
+        throw error;
+      },
+    );
+  }
+
   return {
     appId: options.appId,
     app: (route, params, call) =>
@@ -333,6 +376,15 @@ export function createTransport(options: TransportOptions): Transport {
       const token = await tokenFor(installationId);
       try {
         return await send(`installation:${installationId}`, route, params, call, (rest, headers, signal) => fetchInstallation(token, route, rest, headers, signal, call?.maxBodyBytes));
+      } catch (error) {
+        if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
+        throw error;
+      }
+    },
+    async graphql(installationId, document, call) {
+      const token = await tokenFor(installationId);
+      try {
+        return await send(graphqlScope(installationId), GRAPHQL_ROUTE, {}, call, (_rest, headers, signal) => fetchGraphql(token, document, headers, signal, call?.maxBodyBytes));
       } catch (error) {
         if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
         throw error;
