@@ -11,9 +11,11 @@ import {
   BASE_ORGANIZATION_POLICY,
   baseEvidence,
   directoryFromPlan,
+  edited,
   ENABLED_POLICY,
   OLD_HEAD,
   review,
+  unedited,
   USERS,
   withCodeowners,
   withFiles,
@@ -29,9 +31,10 @@ const ONCALL = { id: 30, login: "oncall", type: "User" } as const;
 const REASON = "prod is down, one-line fix of the health check";
 const BREAK_GLASS_ORG = `${BASE_ORGANIZATION_POLICY}[break_glass]\nteams = ["sre", "incident"]\n`;
 
-/** A review asking for an override: `break-glass: <reason>` on the first line. */
+/** A review asking for an override: `break-glass: <reason>` on the first line (with the forge's node ID). */
 function breakGlass(user: { id: number; login: string; type: string }, options: { state?: string; commitId?: string | null; body?: string } = {}): Review {
-  return { ...review(user, options.state ?? "APPROVED", options.commitId === undefined ? baseEvidence().pullRequest.headSha : options.commitId), bodyFirstLine: options.body ?? `${BREAK_GLASS_MARKER} ${REASON}` };
+  const made = review(user, options.state ?? "APPROVED", options.commitId === undefined ? baseEvidence().pullRequest.headSha : options.commitId);
+  return { ...made, nodeId: `PRR_${made.id}`, bodyFirstLine: options.body ?? `${BREAK_GLASS_MARKER} ${REASON}` };
 }
 
 /**
@@ -51,7 +54,8 @@ function enabled(memberships: Record<string, Lookup<Membership>> = { oncall: { k
   };
 }
 
-const decide = (evidence: Evidence): Decision => evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+/** Evaluated with every review the evidence does not say was edited answered as never edited (`unedited`). */
+const decide = (evidence: Evidence): Decision => evaluate(unedited(evidence), DEFAULT_EVALUATION_SETTINGS);
 const refusals = (decision: Decision) => decision.breakGlassRefusals.map((refusal) => refusal.code);
 
 describe("an override", () => {
@@ -294,8 +298,82 @@ describe("lookups for an override (plan-lookups)", () => {
     }
   });
 
-  test("a fetcher following the plan gets what the override needs", () => {
-    expect(decide(directoryFromPlan(withReviews(enabled(), breakGlass(ONCALL)))).conclusion).toBe("success");
+  test("a fetcher following the plan gets what the override needs, the review's edits included", () => {
+    const fetched = directoryFromPlan(unedited(withReviews(enabled(), breakGlass(ONCALL))));
+    expect(Object.keys(fetched.directory.reviewEdits ?? {})).toHaveLength(1);
+    expect(evaluate(fetched, DEFAULT_EVALUATION_SETTINGS).conclusion).toBe("success");
+  });
+
+  test("the edits of every request that could override are planned together, in the first round, and never again", () => {
+    const requests = [breakGlass(ONCALL), breakGlass(USERS.bob)];
+    const evidence = withReviews(enabled(), ...requests);
+    const plan = planLookups(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(plan.reviewEdits).toEqual(requests.map((r) => ({ reviewId: r.id, nodeId: r.nodeId! })).reverse()); // most recent first
+    const asked = unedited(evidence).directory;
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, asked).reviewEdits).toBeUndefined();
+  });
+
+  test("no edits are planned without a request that could override: none at all, one refused without directory facts, or break-glass not enabled", () => {
+    for (const evidence of [
+      withReviews(enabled(), approve(USERS.alice)),
+      withReviews(enabled(), breakGlass(ONCALL, { commitId: OLD_HEAD }), breakGlass(USERS.bob, { body: "break-glass: short" })),
+      withReviews(withOrganizationPolicy(enabled(), BASE_ORGANIZATION_POLICY), breakGlass(ONCALL)),
+    ]) {
+      expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS).reviewEdits).toBeUndefined();
+    }
+  });
+});
+
+describe("an edited review (a body that is not the reviewer's own)", () => {
+  test("an override whose body was edited after it was submitted is refused as edited, and the check fails", () => {
+    const request = breakGlass(ONCALL);
+    const decision = decide(edited(withReviews(enabled(), request), request, "2026-11-28T10:11:12Z"));
+    expect(decision.conclusion).toBe("failure");
+    expect(decision.breakGlass).toBeNull();
+    expect(decision.breakGlassRefusals).toMatchObject([{ reviewId: request.id, reviewer: "oncall", code: "edited" }]);
+    expect(renderCheck(decision).summary).toContain("was edited after it was submitted");
+  });
+
+  test("edited is refused whatever the membership says, and another unedited request still overrides", () => {
+    const editedRequest = breakGlass(USERS.bob);
+    const request = breakGlass(ONCALL);
+    const evidence = edited(withReviews(enabled({ oncall: { kind: "found", value: { state: "active" } }, bob: { kind: "incomplete", cause: "transient", detail: "503" } }), request, editedRequest), editedRequest);
+    const decision = decide(evidence);
+    expect(decision.conclusion).toBe("success");
+    expect(decision.breakGlass?.reviewer).toBe("oncall");
+    expect(refusals(decision)).toEqual(["edited"]);
+  });
+
+  test("edits not known fail closed as membership_incomplete: not looked up or inconsistent fails, transient retries", () => {
+    const request = breakGlass(ONCALL);
+    const evidence = withReviews(enabled(), request);
+    const answered = (lookup: Lookup<{ lastEditedAt: string | null }> | undefined) => ({ ...evidence, directory: { ...evidence.directory, reviewEdits: lookup === undefined ? {} : { [String(request.id)]: lookup } } });
+    for (const [lookup, kind, conclusion] of [
+      [undefined, "conclusive", "failure"],
+      [{ kind: "not_found" }, "conclusive", "failure"],
+      [{ kind: "incomplete", cause: "inconsistent", detail: "POST /graphql: review 1 is missing from the answer" }, "conclusive", "failure"],
+      [{ kind: "incomplete", cause: "transient", detail: "POST /graphql: the forge answered with errors (UNNAMED)" }, "retry", null],
+    ] as const) {
+      const decision = evaluate(answered(lookup), DEFAULT_EVALUATION_SETTINGS);
+      expect({ lookup, kind: decision.kind, conclusion: decision.conclusion, refusals: refusals(decision), override: decision.breakGlass }).toEqual({ lookup, kind, conclusion, refusals: ["membership_incomplete"], override: null });
+      expect(decision.reasons.map((reason) => reason.code)).toContain("directory_incomplete");
+    }
+  });
+
+  test("a request without the forge's node ID cannot be asked about and fails closed", () => {
+    const { nodeId: _nodeId, ...request } = breakGlass(ONCALL);
+    const evidence = withReviews(enabled(), request);
+    expect(planLookups(evidence, DEFAULT_EVALUATION_SETTINGS).reviewEdits).toBeUndefined();
+    const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+    expect(decision.conclusion).toBe("failure");
+    expect(refusals(decision)).toEqual(["membership_incomplete"]);
+  });
+
+  test("an edited request that is not needed changes nothing: the owners' approvals still succeed", () => {
+    const request = breakGlass(ONCALL);
+    const decision = decide(edited(withReviews(enabled(), approve(USERS.alice), request), request));
+    expect(decision.conclusion).toBe("success");
+    expect(refusals(decision)).toEqual(["edited"]);
   });
 });
 

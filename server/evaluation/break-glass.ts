@@ -3,19 +3,21 @@
 // A request is a review whose body's first line starts with `break-glass:`. It overrides when it is the reviewer's latest
 // non-comment review (a later review by the same reviewer replaces it), its state is APPROVED, its commit is the head, its
 // reason (the rest of the line, trimmed) has at least `min_reason_length` characters, the reviewer is a person other than
-// the pull request's author, and the reviewer is an active member of a team the organization policy's `[break_glass]` lists
-// (the team membership lookup of owner teams; unknown fails closed; the team's repository access is not required).
+// the pull request's author, the reviewer is an active member of a team the organization policy's `[break_glass]` lists
+// (the team membership lookup of owner teams; unknown fails closed; the team's repository access is not required), and the
+// review's body was never edited (anyone with write access may edit another person's review; the forge's GraphQL API says
+// whether it was, its REST API does not; unknown fails closed).
 // What it lifts is decided in evaluate(): the approval requirements only, never completeness, the shared-head rule or opt-in.
 //
 // Requests are judged in two steps so the fetcher looks up only what matters: breakGlassRequests() needs no directory facts
-// and leaves a request pending when only membership is left to check (planLookups asks for those memberships);
-// judgeBreakGlass() reads the memberships and picks the override.
+// and leaves a request pending when only membership and edits are left to check (planLookups asks for those memberships and,
+// in one query, the edits); judgeBreakGlass() reads them and picks the override.
 import { MAX_BREAK_GLASS_REQUESTS, MAX_LISTED_REVIEWS_PER_SET, MAX_REVIEW_BODY_LINE_CHARS, MAX_REVIEWS } from "../policy/bounds.ts";
 import type { Analysis } from "./analyze.ts";
 import { t, type BreakGlassOverride, type BreakGlassRefusal, type BreakGlassRefusalCode, type OwnerSetResult, type Text } from "./decision.ts";
 import type { Directory } from "./eligibility.ts";
 import type { Evidence, Review } from "./evidence.ts";
-import type { FactGap } from "./facts.ts";
+import { Keyed, type FactGap } from "./facts.ts";
 
 export const BREAK_GLASS_MARKER = "break-glass:";
 
@@ -111,7 +113,7 @@ export interface BreakGlassJudgement {
  * (`needed`). The rest are refusals.
  */
 export function judgeBreakGlass(input: {
-  readonly evidence: Pick<Evidence, "reviews" | "pullRequest" | "repository">;
+  readonly evidence: Pick<Evidence, "reviews" | "pullRequest" | "repository" | "directory">;
   readonly analysis: Pick<Analysis, "breakGlass">;
   readonly directory: Directory;
   readonly ownerSets: readonly OwnerSetResult[];
@@ -124,12 +126,18 @@ export function judgeBreakGlass(input: {
   const unknown: FactGap[] = [];
   const refuse = (request: BreakGlassRequest, code: BreakGlassRefusalCode, message: Text) =>
     refusals.push({ reviewId: request.review.id, reviewer: request.review.user.login, code, message });
+  const edits = new Keyed(input.evidence.directory.reviewEdits ?? {});
   for (const request of requests) {
     if (request.refusal !== null) {
       refuse(request, request.refusal.code, request.refusal.message);
       continue;
     }
     const login = request.review.user.login;
+    const edit = edits.get(String(request.review.id));
+    if (edit?.kind === "found" && edit.value.lastEditedAt !== null) {
+      refuse(request, "edited", t`the review's body was edited after it was submitted (last at ${edit.value.lastEditedAt}); only a body as its reviewer submitted it overrides`);
+      continue;
+    }
     const gaps: FactGap[] = [];
     let team: string | null = null;
     for (const candidate of teams) {
@@ -145,6 +153,13 @@ export function judgeBreakGlass(input: {
         unknown.push(...gaps);
         refuse(request, "membership_incomplete", t`the team membership of ${login} could not be established`);
       } else refuse(request, "not_a_member", t`${login} is not an active member of a team the organization lists (${teams.map((entry) => entry.slug).join(", ")})`);
+      continue;
+    }
+    if (edit?.kind !== "found") {
+      // Not looked up (no node ID, or a bound), not found, or the query failed: the body may not be the reviewer's own.
+      const detail = edit === undefined ? "was not looked up" : edit.kind === "not_found" ? "was not found" : edit.detail;
+      unknown.push({ cause: edit?.kind === "incomplete" ? edit.cause : "inconsistent", message: t`whether review ${String(request.review.id)} by ${login} was edited: ${detail}`, ...(edit === undefined ? { notLookedUp: true as const } : {}) });
+      refuse(request, "membership_incomplete", t`whether the review of ${login} was edited could not be established`);
       continue;
     }
     if (!input.needed) refuse(request, "not_needed", t`the owners' approvals already meet the approval requirements`);

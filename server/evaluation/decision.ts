@@ -159,8 +159,16 @@ export type BreakGlassRefusalCode =
   | "not_a_member"
   /** The pull request's author cannot override for their own pull request. */
   | "author"
-  /** A listed team's membership of the reviewer could not be established: fail closed. */
+  /**
+   * A listed team's membership of the reviewer, or whether the review's body was edited, could not be established: fail
+   * closed.
+   */
   | "membership_incomplete"
+  /**
+   * The review's body was edited after it was submitted: anyone with write access may edit another person's review, so an
+   * edited body is not the reviewer's own word. A reviewer who needs another reason submits a new review.
+   */
+  | "edited"
   /** A later review by the same reviewer replaces it (latest review per reviewer). */
   | "superseded"
   /** Past MAX_BREAK_GLASS_REQUESTS more recent requests: not judged. */

@@ -95,8 +95,8 @@ export function evaluate(evidence: Evidence, settings: EvaluationSettings, budge
   if (breakGlass.gaps.length > 0) {
     const transient = breakGlass.gaps.filter((gap) => gap.cause === "transient");
     const permanent = breakGlass.gaps.filter((gap) => gap.cause !== "transient");
-    if (permanent.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer could not be established`, transient: false, details: permanent.map((gap) => gap.message).slice(0, 50) });
-    if (transient.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer could not be read`, transient: true, details: transient.map((gap) => gap.message).slice(0, 50) });
+    if (permanent.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer, or whether their review was edited, could not be established`, transient: false, details: permanent.map((gap) => gap.message).slice(0, 50) });
+    if (transient.length > 0) reasons.push({ code: "directory_incomplete", message: t`the team membership of a break-glass reviewer, or whether their review was edited, could not be read`, transient: true, details: transient.map((gap) => gap.message).slice(0, 50) });
   }
   const override = breakGlass.override;
   // An override meets the approval requirements (owner sets its owners did not satisfy, required_approvals, delegation and

@@ -109,6 +109,21 @@ export function review(user: { id: number; login: string; type: string }, state:
   return { id: nextReviewId++, user: { ...user }, state, commitId };
 }
 
+/**
+ * The evidence with every review answered as never edited (`lastEditedAt: null`), except those whose edits it already holds:
+ * what the forge answers for reviews nobody touched after submitting them.
+ */
+export function unedited(evidence: Evidence): Evidence {
+  const items = evidence.reviews.complete ? evidence.reviews.items : [];
+  const never = Object.fromEntries(items.map((r) => [String(r.id), { kind: "found", value: { lastEditedAt: null } } as const]));
+  return { ...evidence, directory: { ...evidence.directory, reviewEdits: { ...never, ...evidence.directory.reviewEdits } } };
+}
+
+/** The evidence with `review`'s body answered as edited at `at`. */
+export function edited(evidence: Evidence, review: Pick<Review, "id">, at = "2026-11-28T12:00:00Z"): Evidence {
+  return { ...evidence, directory: { ...evidence.directory, reviewEdits: { ...evidence.directory.reviewEdits, [String(review.id)]: { kind: "found", value: { lastEditedAt: at } } } } };
+}
+
 export const approve = (user: { id: number; login: string; type: string }, commitId: string | null = HEAD) => review(user, "APPROVED", commitId);
 
 export function withFiles(evidence: Evidence, files: readonly (string | ChangedFile)[]): Evidence {
@@ -178,6 +193,9 @@ export function directoryFromPlan(evidence: Evidence): Evidence {
       },
       apps: { ...known.apps, ...pick(full.apps, plan.apps) },
       botUsers: { ...known.botUsers, ...pick(full.botUsers, plan.botUsers) },
+      ...(plan.reviewEdits || known.reviewEdits
+        ? { reviewEdits: { ...known.reviewEdits, ...pick(full.reviewEdits ?? {}, (plan.reviewEdits ?? []).map((asked) => String(asked.reviewId))) } }
+        : {}),
     };
     if (JSON.stringify(known) === before) return { ...evidence, directory: known };
   }

@@ -106,6 +106,8 @@ export interface Review {
   readonly bodyFirstLine?: string;
   /** The forge's `submitted_at` (ISO 8601) as given, for decision records; absent or null: not said. evaluate() never reads it. */
   readonly submittedAt?: string | null;
+  /** The forge's global `node_id`, by which the edits of a break-glass request's body are asked for; absent: not said. */
+  readonly nodeId?: string;
 }
 
 export type FileStatus = "added" | "removed" | "modified" | "renamed" | "copied" | "changed" | "unchanged";
@@ -162,6 +164,14 @@ export interface TeamFacts {
   readonly memberships: Readonly<Record<string, Lookup<Membership>>>;
 }
 
+/**
+ * Whether a review's body was edited after it was submitted (GraphQL `PullRequestReview.lastEditedAt`; REST review objects
+ * do not show edits): null when never. Anyone with write access may edit another person's review.
+ */
+export interface ReviewEdit {
+  readonly lastEditedAt: string | null;
+}
+
 /** Directory facts, revalidated at each evaluation (never cached across evaluations, DESIGN 7.1). */
 export interface DirectoryFacts {
   /** By user login. */
@@ -174,6 +184,11 @@ export interface DirectoryFacts {
   readonly apps: Readonly<Record<string, Lookup<{ readonly id: number; readonly slug: string }>>>;
   /** `GET /users/{slug}[bot]` by bot login `<slug>[bot]`. */
   readonly botUsers: Readonly<Record<string, Lookup<ForgeUser>>>;
+  /**
+   * The edits of break-glass requests' reviews, by review ID (decimal): asked for only when a request could override
+   * (plan-lookups.ts), in one GraphQL query. Absent (evidence from before it was asked for too): not looked up.
+   */
+  readonly reviewEdits?: Readonly<Record<string, Lookup<ReviewEdit>>>;
 }
 
 /** An open pull request on the same head commit (shared-head rule). */

@@ -33,6 +33,11 @@ export interface LookupPlan {
   readonly apps: readonly string[];
   /** Bot logins `<slug>[bot]` needing `GET /users/{login}`. */
   readonly botUsers: readonly string[];
+  /**
+   * Break-glass requests that could override, whose review's edits are still to be asked for: all in one GraphQL query
+   * (DirectoryFacts.reviewEdits). Absent unless a request could override, so no other evaluation asks.
+   */
+  readonly reviewEdits?: readonly { readonly reviewId: number; readonly nodeId: string }[];
 }
 
 const EMPTY: LookupPlan = { collaborators: [], organizationMemberships: [], teams: [], apps: [], botUsers: [] };
@@ -172,10 +177,14 @@ export function planLookups(evidence: Omit<Evidence, "directory">, settings: Eva
   const directory = new Directory(known, analysis.organizationOwned);
   const plan = new PlanBuilder();
   for (const group of analysis.groups) planSet(group, analysis, evidence, reviews, directory, plan);
-  // Break-glass (DESIGN 3.11): the listed teams' memberships of each reviewer whose request only membership can still refuse.
+  // Break-glass (DESIGN 3.11): the listed teams' memberships of each reviewer whose request only membership and edits can
+  // still refuse, and (in the same round, one query for all of them) whether their reviews were edited.
   const teams = breakGlassTeams(evidence, analysis);
-  for (const request of breakGlassRequests(evidence, analysis)) {
-    if (request.refusal === null) for (const { team } of teams) plan.membership(team, request.review.user.login);
-  }
-  return plan.build(known, analysis.organizationOwned);
+  const candidates = breakGlassRequests(evidence, analysis).filter((request) => request.refusal === null);
+  for (const request of candidates) for (const { team } of teams) plan.membership(team, request.review.user.login);
+  const editsKnown = new Set(Object.keys(known.reviewEdits ?? {}));
+  // A request without a node ID cannot be asked about: its edits stay unknown and it fails closed.
+  const reviewEdits = editsKnown.size > 0 ? [] : candidates.flatMap(({ review }) => (typeof review.nodeId === "string" && review.nodeId !== "" ? [{ reviewId: review.id, nodeId: review.nodeId }] : []));
+  const built = plan.build(known, analysis.organizationOwned);
+  return reviewEdits.length > 0 ? { ...built, reviewEdits } : built;
 }

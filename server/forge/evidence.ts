@@ -11,7 +11,7 @@ import { firstLineOf } from "../evaluation/break-glass.ts";
 import { changedPaths, headReadsNeeded } from "../evaluation/change-preview.ts";
 import {
   codeownersLocations, type ChangedFile, type CodeownersEvidence, type DirectoryFacts, type Evidence, type FileRead, type HeadFiles, type Listed,
-  type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type TeamFacts,
+  type ForgeUser, type Lookup, type Membership, type OpenPullRequestRef, type Review, type ReviewEdit, type TeamFacts,
 } from "../evaluation/evidence.ts";
 import type { LookupPlan } from "../evaluation/plan-lookups.ts";
 import { MAX_CODEOWNERS_BYTES, MAX_POLICY_FILE_BYTES, MAX_PULL_REQUEST_FILES, MAX_RESOLVED_OWNERS, MAX_REVIEWS, MAX_TRUSTED_APPS } from "../policy/bounds.ts";
@@ -19,6 +19,7 @@ import { fileListKey, type ForgeCaches } from "./caches.ts";
 import { type HeadReuse, readAtDefaultBranchHead, readFile } from "./contents.ts";
 import * as directory from "./directory.ts";
 import { ForgeError } from "./errors.ts";
+import { reviewEdits } from "./graphql.ts";
 import { gap, gapFromError, listAll } from "./pagination.ts";
 import { getPullRequest, listPullRequestsOfCommit, openOnHead, type PullOfCommit, type PullRequestDetails } from "./pull-requests.ts";
 import type { CallOptions, Transport } from "./transport.ts";
@@ -206,12 +207,14 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
       const u = v.user === null || v.user === undefined ? null : object(v.user, REVIEWS);
       // Only the body's first line, bounded (a break-glass request, DESIGN 3.11): nothing more of a body is kept.
       const line = firstLineOf(optStr(v, "body", REVIEWS) ?? "");
+      const nodeId = optStr(v, "node_id", REVIEWS);
       return {
         id: int(v, "id", REVIEWS), state: str(v, "state", REVIEWS), commitId: optStr(v, "commit_id", REVIEWS),
         // Recorded only (decision records), never decided on: anything but a zoned timestamp is "not said", not an error.
         submittedAt: isZonedTimestamp(v.submitted_at) ? (v.submitted_at as string) : null,
         user: u ? { id: int(u, "id", REVIEWS), login: str(u, "login", REVIEWS), type: str(u, "type", REVIEWS) } : null,
         ...(line === "" ? {} : { bodyFirstLine: line }),
+        ...(nodeId === null || nodeId === "" ? {} : { nodeId }),
       };
     }) };
   } catch (error) {
@@ -275,6 +278,8 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
   const teamFacts: Keyed<TeamLookups> = new Map();
   const appFacts: Keyed<Lookup<{ id: number; slug: string }>> = new Map();
   const botUsers: Keyed<Lookup<ForgeUser>> = new Map();
+  // Asked once per evaluation, in one GraphQL query, when the plan first names break-glass requests that could override.
+  let reviewEditFacts: Record<string, Lookup<ReviewEdit>> | null = null;
   const record = <T, U>(map: Keyed<T>, as: (value: T) => U) => Object.fromEntries([...map.values()].map(([key, value]) => [key, as(value)]));
   const facts = (): DirectoryFacts => ({
     collaborators: record(collaborators, (v) => v),
@@ -282,6 +287,7 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
     teams: record(teamFacts, (f) => ({ ...(f.team ? { team: f.team } : {}), ...(f.repository ? { repository: f.repository } : {}), memberships: record(f.memberships, (v) => v) })),
     apps: record(appFacts, (v) => v),
     botUsers: record(botUsers, (v) => v),
+    ...(reviewEditFacts === null ? {} : { reviewEdits: reviewEditFacts }),
   });
   // Owners beyond the bound are not looked up: evaluate() then finds their facts absent and fails closed. The bound counts
   // distinct owners, users and teams together, over every round.
@@ -325,6 +331,11 @@ async function fetchDirectory(t: Transport, r: EvidenceRequest, orgOwned: boolea
     }
     for (const slug of next.apps) if (appFacts.size < MAX_TRUSTED_APPS) lookUp(appFacts, slug, () => directory.appBySlug(t, r.installationId, slug, call), tasks);
     for (const login of next.botUsers) if (botUsers.size < MAX_TRUSTED_APPS) lookUp(botUsers, login, () => directory.user(t, r.installationId, login, call), tasks);
+    if (reviewEditFacts === null && (next.reviewEdits?.length ?? 0) > 0) {
+      const asked: Record<string, Lookup<ReviewEdit>> = {};
+      reviewEditFacts = asked;
+      tasks.push(async () => { Object.assign(asked, await reviewEdits(t, r.installationId, next.reviewEdits!, call)); });
+    }
     if (tasks.length === 0) break;
     await runLimited(tasks, concurrency);
   }

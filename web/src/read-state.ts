@@ -84,7 +84,7 @@ const evidenceCheck = (forgeDirectory: string): Check => {
       changedFiles: num,
     }),
     files: listed(object({ filename: str, status: str, previousFilename: nullable(str) })),
-    reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str), bodyFirstLine: optional(str) })),
+    reviews: listed(object({ id: num, user: nullable(user), state: str, commitId: nullable(str), bodyFirstLine: optional(str), nodeId: optional(str) })),
     codeowners,
     repositoryPolicy: fileRead,
     organizationPolicy: fileRead,
@@ -94,6 +94,7 @@ const evidenceCheck = (forgeDirectory: string): Check => {
       teams: record(object({ team: optional(lookup(object({ privacy: str }))), repository: optional(lookup(object({ push: bool }))), memberships: record(lookup(state)) })),
       apps: record(lookup(object({ id: num, slug: str }))),
       botUsers: record(lookup(user)),
+      reviewEdits: optional(record(lookup(object({ lastEditedAt: nullable(str) })))),
     }),
     sameHeadPullRequests: listed(object({ number: num, headSha: str })),
     // The head's policy files (the change preview); absent in links and documents of a pull request that changes none.
