@@ -26,6 +26,7 @@ export const CONTROL_OPERATIONS: Record<string, Op> = {
   "pull-state": async (c, b) => pullProjection(await c.control.setPullRequestState(b)),
   "pull-merges": async (c, b) => ({ ...pullProjection(await c.control.mergePullRequest(b)), merge_commit_sha: c.control.mustPull(b.owner, b.repo, b.number).merged!.commitSha }),
   "reviews": async (c, b) => { const r = await c.control.submitReview(b); return { id: r.id, state: r.state, commit_id: r.commitId }; },
+  "review-edits": async (c, b) => { const r = await c.control.editReview(b); return { id: r.id, last_edited_at: r.lastEditedAt ?? null }; },
   "review-dismissals": async (c, b) => { const r = await c.control.dismissReview(b); return { id: r.id, state: r.state }; },
   "labels": async (c, b) => pullProjection(await c.control.label(b)),
   "collaborators": (c, b) => c.control.setCollaborator(b),

@@ -267,6 +267,29 @@ export class SimulatorControl {
     return review;
   }
 
+  /**
+   * Someone with write access (`by`, not necessarily the reviewer) edits a review's body, as the forge allows: the REST
+   * review shows only the new body; GraphQL's `lastEditedAt` and `editor` say it was edited. Sends `pull_request_review`
+   * `edited` with the old body in `changes`.
+   */
+  async editReview(args: { owner: string; repo: string; number: number; reviewId: number; body: string; by: string }): Promise<Review> {
+    const repo = this.mustRepo(args.owner, args.repo);
+    const pr = this.mustPull(args.owner, args.repo, args.number);
+    const review = pr.reviews.find((r) => r.id === args.reviewId);
+    if (!review) throw new ControlError(404, "no such review");
+    if (!this.state.account(args.by)) this.createUser({ login: args.by });
+    const from = review.body;
+    review.body = args.body;
+    review.lastEditedAt = this.now();
+    review.editorLogin = args.by;
+    pr.updatedAt = review.lastEditedAt;
+    await this.emit(repo, "pull_request_review", () => ({
+      action: "edited", changes: { body: { from } }, review: reviewJson(this.base, this.state, repo, pr, review), pull_request: this.pullBody(repo, pr),
+      sender: this.userBody(args.by),
+    }));
+    return review;
+  }
+
   async dismissReview(args: { owner: string; repo: string; number: number; reviewId: number }): Promise<Review> {
     const repo = this.mustRepo(args.owner, args.repo);
     const pr = this.mustPull(args.owner, args.repo, args.number);

@@ -6,7 +6,10 @@ export type FaultKind =
   // between two pages of its files:
   | "push"
   // Pages that break their list's Link promises (route-kit.ts paginate):
-  | "missing_page" | "extra_page" | "short_page" | "end_early" | "wrong_last" | "omit_last" | "repeat_item";
+  | "missing_page" | "extra_page" | "short_page" | "end_early" | "wrong_last" | "omit_last" | "repeat_item"
+  // GraphQL answers (graphql.ts; path "/graphql"): the first node (or field) null with an error entry (partial data), or
+  // null without one (a missing node):
+  | "graphql_partial" | "graphql_missing_node";
 
 export interface Fault {
   kind: FaultKind;
@@ -22,6 +25,8 @@ export interface Fault {
   delayMs?: number;
   /** push: the files the commit changes (path → content, null deletes). */
   files?: Record<string, string | null>;
+  /** graphql_partial: the error entry's `type` (INTERNAL when absent). */
+  errorType?: string;
   /** How many matching requests the fault applies to; unlimited when absent. */
   times?: number;
 }

@@ -28,6 +28,8 @@ export interface Label { id: number; name: string; color: string }
 export interface Review {
   id: number; userLogin: string; state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "DISMISSED";
   commitId: string; body: string; submittedAt: string;
+  /** Set when someone edited the body after it was submitted (control.editReview): when, and who (GraphQL `lastEditedAt`, `editor`). */
+  lastEditedAt?: string; editorLogin?: string;
 }
 
 export interface PullRequest {

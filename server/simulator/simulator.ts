@@ -2,10 +2,12 @@
 //   startForgeSimulator({ port?, webhookUrl?, webhookSecret? }) → { url, stop(), control, faults, requests, tokenRequests }
 // Auth: App JWT (RS256, verified with the App's public key) for /app routes; installation tokens (ghs_…) for everything else,
 // each checked against the permissions requested when it was issued. Faults are injected per route (see faults.ts).
+// POST /graphql executes queries against the forge's published schema (graphql.ts).
 import { handleAppCreation, isAppCreationPath } from "./app-creation.ts";
 import { ControlError, SimulatorControl } from "./control.ts";
 import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
 import { FaultTable, type Fault } from "./faults.ts";
+import { GRAPHQL_ROUTE } from "./graphql.ts";
 import { verifyAppJwt } from "./jwt.ts";
 import { ForgeState } from "./model.ts";
 import { PrimaryRateLimits } from "./rate-limits.ts";
@@ -50,6 +52,8 @@ const COMPILED: Compiled[] = ROUTES.map((route) => {
 });
 
 export function matchRoute(method: string, pathname: string): { route: Route; params: Record<string, string> } | undefined {
+  // GraphQL is not part of the REST description the REST routes are checked against (openapi.test.ts).
+  if (method === GRAPHQL_ROUTE.method && pathname === GRAPHQL_ROUTE.path) return { route: GRAPHQL_ROUTE, params: {} };
   for (const c of COMPILED) {
     if (c.route.method !== method) continue;
     const m = c.re.exec(pathname);
