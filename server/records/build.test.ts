@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { evaluate } from "../evaluation/evaluate.ts";
 import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../evaluation/evidence.ts";
 import {
-  approve, BASE_CODEOWNERS, BASE_ORGANIZATION_POLICY, baseEvidence, directoryFromPlan, ENABLED_POLICY, HEAD, review, USERS, withFiles, withOrganizationPolicy, withReviews,
+  approve, BASE_CODEOWNERS, BASE_ORGANIZATION_POLICY, baseEvidence, directoryFromPlan, ENABLED_POLICY, HEAD, review, unedited, USERS, withFiles, withOrganizationPolicy, withReviews,
 } from "../evaluation/evidence-fixture.ts";
 import { buildDecisionRecord, type PublicationFacts, recordBytes } from "./build.ts";
 import { gitBlobSha } from "./record-fixture.ts";
@@ -138,10 +138,10 @@ describe("decision records", () => {
     const notOwner = (team: string) => ({ ...teams[team]!, memberships: { ...teams[team]!.memberships, oncall: { kind: "not_found" as const } } });
     const reason = `prod is down ${"x".repeat(600)}`;
     const request = { ...review(ONCALL, "APPROVED"), bodyFirstLine: `break-glass: ${reason}`, submittedAt: "2026-11-01T11:00:00Z" };
-    const evidence: Evidence = {
+    const evidence: Evidence = unedited({
       ...withReviews(base, request),
       directory: { ...base.directory, teams: { "acme/core": notOwner("acme/core"), "acme/docs": notOwner("acme/docs"), "acme/sre": { memberships: { oncall: { kind: "found", value: { state: "active" } } } } } },
-    };
+    });
     const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
     expect(decision.breakGlass).not.toBeNull();
     const body = buildDecisionRecord(decision, evidence, facts);
@@ -155,6 +155,22 @@ describe("decision records", () => {
     }
     // Without an override, nothing of it.
     expect(buildDecisionRecord(evaluate(typical(), DEFAULT_EVALUATION_SETTINGS), typical(), facts).break_glass).toBeNull();
+    expect(body.break_glass_refusals).toBeUndefined();
+  });
+
+  test("a refused break-glass request is recorded with its code: an edited review as edited", () => {
+    const ONCALL = { id: 30, login: "oncall", type: "User" } as const;
+    const base = withOrganizationPolicy(baseEvidence(), `${BASE_ORGANIZATION_POLICY}[break_glass]\nteams = ["sre"]\n`);
+    const request = { ...review(ONCALL, "APPROVED"), bodyFirstLine: "break-glass: prod is down and the owners are asleep" };
+    const withRequest = withReviews(base, request);
+    const evidence: Evidence = { ...withRequest, directory: { ...withRequest.directory, teams: { ...base.directory.teams, "acme/sre": { memberships: { oncall: { kind: "found", value: { state: "active" } } } } }, reviewEdits: { [String(request.id)]: { kind: "found", value: { lastEditedAt: "2026-11-28T12:00:00Z" } } } } };
+    const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
+    const body = buildDecisionRecord(decision, evidence, facts);
+    expect(body.conclusion).toBe("failure");
+    expect(body.break_glass).toBeNull();
+    expect(body.break_glass_refusals).toEqual([{ review_id: request.id, reviewer_login: "oncall", code: "edited" }]);
+    // The answer it was decided on is in the inputs, for replay.
+    expect(body.inputs?.directory.reviewEdits).toEqual({ [String(request.id)]: { kind: "found", value: { lastEditedAt: "2026-11-28T12:00:00Z" } } });
   });
 
   test("only a conclusive decision is recorded", () => {

@@ -128,6 +128,9 @@ export function buildDecisionRecord(decision: Decision, evidence: Evidence, fact
     unowned_path_count: decision.unownedPathCount,
     non_delegable_path_count: nonDelegable.size,
     break_glass: breakGlassOf(decision.breakGlass),
+    ...(decision.breakGlassRefusals.length === 0 ? {} : {
+      break_glass_refusals: decision.breakGlassRefusals.map((refusal) => ({ review_id: refusal.reviewId, reviewer_login: refusal.reviewer, code: refusal.code })),
+    }),
     summarised: null,
     inputs: recordedInputs(evidence),
   };

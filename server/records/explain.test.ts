@@ -53,6 +53,14 @@ describe("a record in plain words", () => {
     expect(text).toContain("in place of owner sets 1");
   });
 
+  test("a refused break-glass request is said with its code; an edited body says it is not the reviewer's own", () => {
+    const refusals = [{ review_id: 78, reviewer_login: "frank", code: "edited" as const }, { review_id: 79, reviewer_login: "carol", code: "not_a_member" as const }];
+    const text = describeDecisionRecord({ ...approved(), break_glass_refusals: refusals }).join("\n");
+    expect(text).toContain("break-glass request by @frank (review 78) refused: edited (its body was edited after it was submitted, so it is not the reviewer's own)");
+    expect(text).toContain("break-glass request by @carol (review 79) refused: not_a_member");
+    expect(describeDecisionRecord(approved()).join("\n")).not.toContain("break-glass request");
+  });
+
   test("an approved merge names the merge commit, who merged it, and the decision behind it", () => {
     const record = approved();
     const text = describeMergeRecord(mergeFixture(record), record).join("\n");

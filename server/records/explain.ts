@@ -13,6 +13,12 @@ const RULE_WORDS: Record<RecordedApproval["rule"], string> = {
   break_glass: "as a break-glass override by a member of",
 };
 
+/** Words after a refusal code where the code alone does not say it (the docs list every code). */
+const REFUSAL_WORDS: Partial<Record<NonNullable<DecisionRecord["break_glass_refusals"]>[number]["code"], string>> = {
+  edited: " (its body was edited after it was submitted, so it is not the reviewer's own)",
+  membership_incomplete: " (the reviewer's team membership, or whether the review was edited, could not be established)",
+};
+
 const file = (what: string, read: RecordedFile | null) =>
   read === null ? `${what}: none read` : `${what}: ${read.path} (${read.bytes} bytes) at blob ${read.blob_sha ?? "unknown (the forge did not say)"}`;
 
@@ -53,6 +59,9 @@ export function describeDecisionRecord(record: DecisionRecord): string[] {
   if (glass !== null) {
     lines.push(`  BREAK-GLASS OVERRIDE by @${glass.reviewer_login} (user ${glass.reviewer_id}, review ${glass.review_id}) as a member of ${glass.team}: ${glass.reason}`);
     if (glass.unsatisfied_owner_sets.length > 0) lines.push(`    in place of owner sets ${glass.unsatisfied_owner_sets.map((i) => i + 1).join(", ")}`);
+  }
+  for (const refusal of record.break_glass_refusals ?? []) {
+    lines.push(`  break-glass request by @${refusal.reviewer_login} (review ${refusal.review_id}) refused: ${refusal.code}${REFUSAL_WORDS[refusal.code] ?? ""}`);
   }
   if (record.summarised !== null) {
     lines.push(`  summarised to stay within the record bound: ${record.summarised.omitted === "inputs" ? "the inputs left out" : "the owner sets' paths left out"}${record.summarised.replayable ? "" : "; it cannot be replayed"}`);

@@ -4,7 +4,7 @@
 // contents, tokens or payloads: blob SHAs name the files. Changes are additive within a schema version; anything else bumps
 // RECORD_SCHEMA_VERSION and the documented schema (docs/operations.md "Compliance evidence").
 
-import type { ReasonCode } from "../evaluation/decision.ts";
+import type { BreakGlassRefusalCode, ReasonCode } from "../evaluation/decision.ts";
 import type { CodeownersLocation, Evidence, FileRead } from "../evaluation/evidence.ts";
 import { DEFAULT_FORGE_DIRECTORY } from "../policy/forge-directory.ts";
 
@@ -75,6 +75,13 @@ export interface RecordedBreakGlass {
   readonly unsatisfied_owner_sets: readonly number[];
 }
 
+/** A review that asked for a break-glass override and did not override, and why (`edited`: its body was edited). */
+export interface RecordedBreakGlassRefusal {
+  readonly review_id: number;
+  readonly reviewer_login: string;
+  readonly code: BreakGlassRefusalCode;
+}
+
 /** A file read as recorded: a found file keeps its path, size and blob SHA, never its text. */
 export type RecordedFileRead =
   | { readonly kind: "found"; readonly path: string; readonly bytes: number; readonly blob_sha: string | null }
@@ -140,6 +147,11 @@ export interface DecisionRecord {
   readonly unowned_path_count: number;
   readonly non_delegable_path_count: number;
   readonly break_glass: RecordedBreakGlass | null;
+  /**
+   * The break-glass requests that did not override, with their refusal codes (most recent first). Added within schema
+   * version 1: absent from older records and from records without a refused request.
+   */
+  readonly break_glass_refusals?: readonly RecordedBreakGlassRefusal[];
   /** Null when whole; otherwise what was left out to stay within MAX_RECORD_BYTES and whether replay is still possible. */
   readonly summarised: { readonly omitted: "owner_set_paths" | "inputs"; readonly replayable: boolean } | null;
   /** Null only when summarised with `omitted: "inputs"`. */
