@@ -4,17 +4,20 @@
 // `nodes` (a pull-request review's `lastEditedAt`). Installation-token auth, faults, rate limits and request counting are
 // the REST routes' (simulator.ts), under the route `POST /graphql`.
 //
-// The schema's introspection JSON (4.8 MB) is embedded as text (a static import, so the compiled executable carries it) and
-// built with buildClientSchema on the first request only: its SDL repeats field definitions and does not build with buildSchema.
+// The schema's introspection JSON (4.8 MB) is embedded as a file (a static import, so the compiled executable carries it,
+// outside the bundle and its source map), read and built with buildClientSchema on the first request only: its SDL repeats
+// field definitions and does not build with buildSchema. It is imported by its path in the package because the package's
+// exports name only its index, which reads the file at run time next to itself (absent beside the executable).
+import { readFileSync } from "node:fs";
 import { buildClientSchema, graphql, GraphQLError, type GraphQLSchema, type IntrospectionQuery } from "graphql";
-import schemaText from "../../node_modules/@octokit/graphql-schema/schema.json" with { type: "text" };
+import schemaFile from "../../node_modules/@octokit/graphql-schema/schema.json" with { type: "file" };
 import { HttpFail, type Ctx, type Result, type Route } from "./route-kit.ts";
 import { installationCovers, type ForgeState, type Installation, type PullRequest, type Repository, type Review } from "./model.ts";
 
 let schema: GraphQLSchema | null = null;
 /** The forge's published schema, built once. */
 export function forgeSchema(): GraphQLSchema {
-  schema ??= buildClientSchema(JSON.parse(schemaText as unknown as string) as IntrospectionQuery);
+  schema ??= buildClientSchema(JSON.parse(readFileSync(schemaFile as unknown as string, "utf8")) as IntrospectionQuery);
   return schema;
 }
 
