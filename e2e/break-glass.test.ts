@@ -83,6 +83,18 @@ describe.each(BACKENDS)("break-glass override on %s", (backend) => {
     expect(summary).toContain("<code>erin</code>: the author cannot override for their own pull request");
   }, 60_000);
 
+  test("an override whose edits the forge does not answer fails closed: a missing node leaves the check failing with membership_incomplete", async () => {
+    const head = await failingHeadWithBreakGlass();
+    h.sim.injectFault({ kind: "graphql_missing_node", path: "/graphql" });
+    await overrideBy("frank");
+    await h.waitForDrainedQueue();
+    await h.waitForCheck(head, { status: "completed", conclusion: "failure" });
+    const summary = (h.checks(head)[0] as unknown as { output: { summary: string } }).output.summary;
+    expect(summary).toContain("whether the review of <code>frank</code> was edited could not be established");
+    expect(h.transitions.filter((t) => t.headSha === head && t.conclusion === "success")).toEqual([]);
+    expect(await metric()).toBe(0);
+  }, 60_000);
+
   test("a shared head stays unfinished: an override never completes a check on a commit two pull requests share", async () => {
     const head = await failingHeadWithBreakGlass();
     await h.sim.control.openPullRequest({ owner: h.scenario.org, repo: h.scenario.repo, head: "feature-twin", headSha: head, author: "bob" });
