@@ -41,7 +41,7 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
     insecureChangesEnabled: new Gauge({ name: "service_insecure_changes_enabled", help: "1 while the built-in non-delegable set is disabled, else 0.", registers: [registry] }),
     unapprovedMerges: new Counter({ name: "service_unapproved_merges_total", help: "Merges in repositories whose policy at the base commit enables the service, made without a current confirmed success from the service (none, never confirmed, or withdrawn by a reset to in progress): an administrator bypass, or the check not required. Counted once it is known the service was enabled there.", registers: [registry] }),
     reconciliations: new Counter({ name: "service_reconciliations_total", help: "Reconciliation outcomes.", labelNames: ["result"] as const, registers: [registry] }),
-    forgeRequests: new Counter({ name: "service_forge_requests_total", help: "Forge requests by kind (read, write, app) and outcome; deferred ones were held back unsent.", labelNames: ["kind", "outcome"] as const, registers: [registry] }),
+    forgeRequests: new Counter({ name: "service_forge_requests_total", help: "Forge requests by kind (read, write, app, graphql) and outcome; deferred ones were held back unsent.", labelNames: ["kind", "outcome"] as const, registers: [registry] }),
     // The smallest across installations and the App: a label per installation would be unbounded. NaN until an answer told
     // one (0 would read as a spent budget).
     forgeRateLimitRemaining: new Gauge({
