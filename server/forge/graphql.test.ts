@@ -130,7 +130,7 @@ describe("reviewEdits", () => {
 });
 
 describe("evidence gathering asks GraphQL only for a break-glass request that could override", () => {
-  const request = () => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge" });
+  const request = () => ({ installationId: s.installationId, owner: s.org, repo: s.repo, number: s.pullNumber, policyPath: POLICY_PATH, organizationPolicyRepository: ".forge", forgeDirectory: ".forge" });
   const plan = { planLookups: (evidence: Parameters<typeof planLookups>[0], known: Parameters<typeof planLookups>[2]) => planLookups(evidence, DEFAULT_EVALUATION_SETTINGS, known) };
 
   test("without [break_glass], and with it but no request that could override, no GraphQL request; with one, exactly one", async () => {
