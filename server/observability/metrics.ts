@@ -53,7 +53,7 @@ export function createMetrics(options: { readQueueGauges?: () => Promise<QueueGa
     databaseErrors: new Counter({ name: "service_database_errors_total", help: "Failed database statements and operations, by reason (each failed attempt).", labelNames: ["reason"] as const, registers: [registry] }),
     databaseRetries: new Counter({ name: "service_database_retries_total", help: "Store operations run again after a failure, by the failure's reason.", labelNames: ["reason"] as const, registers: [registry] }),
     // No labels: an override's repository and reviewer are in the warn log line and the decision record, never a label.
-    breakGlass: new Counter({ name: "service_break_glass_total", help: "Checks published as approved by a break-glass override (DESIGN 3.11); each publication counts.", registers: [registry] }),
+    breakGlass: new Counter({ name: "service_break_glass_total", help: "Checks published as approved by a break-glass override; each publication counts.", registers: [registry] }),
     reconciliationLastSuccess: new Gauge({ name: "service_reconciliation_last_success_timestamp_seconds", help: "Unix timestamp of this process's most recent complete reconciliation.", registers: [registry] }),
     /** Attach the store once it is open (the registry exists before the database connects). */
     setQueueGaugeSource(source: () => Promise<QueueGauges>) {
