@@ -26,13 +26,15 @@ async function open(page: Page, scenarioId?: string) {
   if (scenarioId !== undefined) await page.getByLabel("Scenario").selectOption(scenarioId);
 }
 
-test("every built-in scenario shows its expected conclusion and check title", async ({ page }) => {
+test("every built-in scenario shows its expected verdict and check title, and the check run says the same", async ({ page }) => {
   await open(page);
   for (const scenario of SCENARIOS) {
     await page.getByLabel("Scenario").selectOption(scenario.id);
     await expect(page.getByTestId("lesson")).toHaveText(scenario.lesson);
     await expect(title(page), scenario.id).toHaveText(scenario.expected.title);
-    await expect(conclusion(page), scenario.id).toHaveText(scenario.expected.conclusion);
+    await expect(conclusion(page), scenario.id).toHaveText(scenario.expected.verdict);
+    await expect(page.getByTestId("forge-check-title"), scenario.id).toHaveText(scenario.expected.title);
+    await expect(page.getByTestId("forge-check-status"), scenario.id).toHaveText(scenario.expected.verdict === "in progress" ? "in progress" : `completed: ${scenario.expected.verdict}`);
   }
 });
 
@@ -43,6 +45,11 @@ test("scenario reasons: older head, request changes, shared head and 3,000 files
   await expect(page.getByTestId("owner-set").locator(".bad")).toHaveText("Changes requested by bob");
   await page.getByLabel("Scenario").selectOption("shared-head");
   await expect(page.getByTestId("reasons")).toContainText("shared by another open pull request: #43");
+  // As the worker leaves it: in progress, never completed on a shared head, titled with the other pull request.
+  await expect(conclusion(page)).toHaveText("in progress");
+  await expect(page.getByTestId("forge-check-status")).toHaveText("in progress");
+  await expect(page.getByTestId("forge-check-title")).toHaveText("Waiting: this commit is also the head of #43");
+  await expect(page.getByLabel("Check run")).toContainText("stays in progress until the other pull request closes or moves to a new commit");
   await page.getByLabel("Scenario").selectOption("three-thousand-files");
   await expect(page.getByTestId("reasons")).toContainText("changes 3000 files");
   await page.getByLabel("Scenario").selectOption("rename-across-owners");

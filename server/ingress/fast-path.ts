@@ -1,3 +1,4 @@
+import { IN_PROGRESS_OUTPUT } from "../evaluation/index.ts";
 import type { ForgeClient } from "../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../policy/bounds.ts";
 import { repositoryPolicyOptsOut } from "../policy/policy-files.ts";
@@ -13,10 +14,8 @@ import type { PullHandoff } from "./pull-handoff.ts";
  * A check whose ID is remembered (check-memory.ts) is reset by that ID, without listing check runs; a check created here is
  * remembered. Errors and the deadline propagate: the caller leaves the invalidation pending and still answers 202.
  */
-export const IN_PROGRESS_OUTPUT = {
-  title: "Evaluating code-owner approval",
-  summary: "New activity on this pull request: the code-owner approval check is being evaluated again for this exact commit.",
-};
+// The reset's output is the core's (the playground shows it too); re-exported for the ingress's other callers.
+export { IN_PROGRESS_OUTPUT };
 
 export type FastPathInput = {
   readonly repository: RepositoryRef;

@@ -2,7 +2,7 @@
 // The explanation is the Decision and its rendered check output; the extras are engine answers to questions the Decision
 // does not carry: which CODEOWNERS line owns a path (the same matcher evaluate() uses), which non-delegable rule covers a
 // path, each file's own parse errors with their locations, and the change preview of the head's files (issue 19 item 3).
-import { decideCheck, planLookups, type CheckOutput, type Decision, type LookupPlan, type PreviewResult } from "../../server/evaluation/index.ts";
+import { decideCheck, planLookups, publicationOf, type CheckOutput, type CheckPublication, type Decision, type LookupPlan, type PreviewResult } from "../../server/evaluation/index.ts";
 import { parseCodeowners, type CodeownersError, type ParsedCodeowners } from "../../server/policy/codeowners.ts";
 import { builtInNonDelegablePatterns } from "../../server/policy/non-delegable.ts";
 import { compilePattern, type CompiledPattern } from "../../server/policy/pattern.ts";
@@ -27,7 +27,10 @@ export interface PathOwnership {
 
 export interface Explanation {
   readonly decision: Decision;
+  /** The decision's rendered output: what a completed check carries. */
   readonly check: CheckOutput;
+  /** What the worker writes for this decision (the worker's own publicationOf): the check run as the forge shows it. */
+  readonly published: CheckPublication;
   readonly codeowners: { readonly location: string | null; readonly rules: number; readonly errors: readonly CodeownersError[]; readonly errorCount: number };
   readonly repositoryPolicyErrors: readonly PolicyError[];
   readonly organizationPolicyErrors: readonly PolicyError[];
@@ -122,6 +125,7 @@ export function explain(state: PlaygroundState, query: string): Explanation {
   const result: Omit<Explanation, "milliseconds" | "phases"> = {
     decision,
     check,
+    published: publicationOf(decision, check, state.evidence.pullRequest.state),
     preview,
     codeowners: {
       location: file?.location ?? null,

@@ -2,7 +2,7 @@
 // owner set with its paths and owning lines, approvals and why other reviews did not count, suggested reviewers and every
 // fail-closed reason; beside it, the change preview of the second CODEOWNERS ("after this pull request", issue 19 item 3).
 import { memo, useState } from "react";
-import type { OwnerSetLabel, OwnerSetResult, PreviewResult, Text } from "../../server/evaluation/index.ts";
+import { IN_PROGRESS_OUTPUT, type CheckPublication, type OwnerSetLabel, type OwnerSetResult, type PreviewResult, type Text } from "../../server/evaluation/index.ts";
 import type { Explanation, PathOwnership } from "./engine.ts";
 import { BreakGlassView } from "./break-glass-view.tsx";
 import { Markdown } from "./markdown.tsx";
@@ -173,19 +173,38 @@ export const ChangePreviewView = memo(function ChangePreviewView({ preview, onLi
   );
 });
 
+/**
+ * The verdict and the check run as the forge shows them, from what the worker writes: a completed check's conclusion, a check
+ * left in progress (a shared head), or, when nothing is written, what the decision says and what the check still shows.
+ */
+function forgeView(published: CheckPublication, decisionTitle: string): { verdict: string; title: string; status: string | null; output: { title: string; summary: string; text?: string } | null } {
+  switch (published.kind) {
+    case "completed":
+      return { verdict: published.conclusion, title: published.output.title, status: `completed: ${published.conclusion}`, output: published.output };
+    case "in_progress":
+      return { verdict: "in progress", title: published.output.title, status: "in progress", output: published.output };
+    case "none":
+      if (published.why === "retry") return { verdict: "retry", title: decisionTitle, status: "in progress", output: IN_PROGRESS_OUTPUT };
+      if (published.why === "not_enabled") return { verdict: "not enabled", title: decisionTitle, status: null, output: null };
+      return { verdict: "left alone", title: decisionTitle, status: null, output: null };
+  }
+}
+
 export const ExplanationView = memo(function ExplanationView({ explanation, onLine, onPreviewLine }: { explanation: Explanation; onLine: (line: number) => void; onPreviewLine: (line: number) => void }) {
   const { decision, check } = explanation;
   const [raw, setRaw] = useState(false);
-  const verdict = decision.kind === "conclusive" ? decision.conclusion! : decision.kind === "retry" ? "retry" : "not enabled";
+  const forge = forgeView(explanation.published, check.title);
+  const verdict = forge.verdict;
   return (
     <div className="explanation">
       <div className={`verdict verdict-${verdict.replace(" ", "-")}`} role="status" aria-live="polite">
         <span className="conclusion" data-testid="conclusion">{verdict}</span>
-        <span className="title" data-testid="check-title">{check.title}</span>
+        <span className="title" data-testid="check-title">{forge.title}</span>
       </div>
       {decision.kind === "retry" ? <p>The worker would retry: nothing is published and the check stays in progress.</p> : null}
       {decision.kind === "not_enabled" ? <p>No managed check is created for this repository.</p> : null}
-      {decision.sharedHeadWith.length > 0 ? <p className="warn">On a shared head the worker leaves the check in progress, titled with the other pull request, rather than completing it.</p> : null}
+      {explanation.published.kind === "in_progress" ? <p className="warn">On a shared head the worker leaves the check in progress, titled with the other pull request, rather than completing it: it would fail ({check.title}).</p> : null}
+      {explanation.published.kind === "none" && explanation.published.why === "closed_shared_head" ? <p>This closed pull request's head is also an open pull request's: that one's evaluation writes the check, this one writes nothing.</p> : null}
 
       {decision.reasons.length > 0 ? (
         <section aria-label="Fail-closed reasons">
@@ -248,20 +267,24 @@ export const ExplanationView = memo(function ExplanationView({ explanation, onLi
           The check run as the forge shows it{" "}
           <button type="button" className="link" aria-pressed={raw} onClick={() => setRaw(!raw)}>{raw ? "show rendered" : "show Markdown"}</button>
         </h3>
-        <div className="check">
-          <p className="check-name"><strong>{decision.checkName}</strong>: {check.title}</p>
-          {raw ? (
-            <>
-              <pre className="raw" aria-label="Check summary Markdown">{check.summary}</pre>
-              <pre className="raw" aria-label="Check text Markdown">{check.text}</pre>
-            </>
-          ) : (
-            <>
-              <Markdown source={check.summary} />
-              <Markdown source={check.text} />
-            </>
-          )}
-        </div>
+        {forge.output === null ? (
+          <p className="muted" data-testid="forge-check-status">No check run is written.</p>
+        ) : (
+          <div className="check">
+            <p className="check-name"><strong>{decision.checkName}</strong> (<span data-testid="forge-check-status">{forge.status}</span>): <span data-testid="forge-check-title">{forge.output.title}</span></p>
+            {raw ? (
+              <>
+                <pre className="raw" aria-label="Check summary Markdown">{forge.output.summary}</pre>
+                {forge.output.text !== undefined ? <pre className="raw" aria-label="Check text Markdown">{forge.output.text}</pre> : null}
+              </>
+            ) : (
+              <>
+                <Markdown source={forge.output.summary} />
+                {forge.output.text !== undefined ? <Markdown source={forge.output.text} /> : null}
+              </>
+            )}
+          </div>
+        )}
       </section>
     </div>
   );

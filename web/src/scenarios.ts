@@ -142,7 +142,8 @@ export interface Scenario {
   readonly title: string;
   /** The rule it teaches, one sentence. */
   readonly lesson: string;
-  readonly expected: { readonly conclusion: "success" | "failure"; readonly title: string };
+  /** The check as the forge shows it: its verdict (a conclusion, or "in progress" when the worker leaves it so) and title. */
+  readonly expected: { readonly verdict: "success" | "failure" | "in progress"; readonly title: string };
   readonly build: () => PlaygroundState;
 }
 
@@ -151,63 +152,63 @@ export const SCENARIOS: readonly Scenario[] = [
     id: "owner-approves-head",
     title: "An owner approves the head",
     lesson: "An approval counts when it is the owner's latest review and it was given on the current head commit.",
-    expected: { conclusion: "success", title: "All 1 owner set approved" },
+    expected: { verdict: "success", title: "All 1 owner set approved" },
     build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED"))),
   },
   {
     id: "older-head",
     title: "Approval of an older head",
     lesson: "A new commit makes earlier approvals stale: an approval of any other commit never counts.",
-    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    expected: { verdict: "failure", title: "1 of 1 owner set not yet approved" },
     build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED", OLD_HEAD))),
   },
   {
     id: "two-owner-sets",
     title: "Two owner sets, one approved",
     lesson: "Paths are grouped by their exact owners, and every distinct owner set needs its own approvals.",
-    expected: { conclusion: "failure", title: "1 of 2 owner sets not yet approved" },
+    expected: { verdict: "failure", title: "1 of 2 owner sets not yet approved" },
     build: () => state(reviews(files(baseEvidence(), ["src/app.ts", "docs/guide.md"]), review(USERS.alice, "APPROVED"))),
   },
   {
     id: "changes-requested",
     title: "Request changes blocks",
     lesson: "An eligible owner whose latest review requests changes blocks every owner set they belong to, whatever others approved.",
-    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    expected: { verdict: "failure", title: "1 of 1 owner set not yet approved" },
     build: () => state(reviews(baseEvidence(), review(USERS.alice, "APPROVED"), review(USERS.bob, "CHANGES_REQUESTED"))),
   },
   {
     id: "app-docs",
     title: "App approval on a delegated docs path",
     lesson: "An App enrolled by the organization may stand in for the owners of paths the repository policy delegates to it.",
-    expected: { conclusion: "success", title: "All 1 owner set approved" },
+    expected: { verdict: "success", title: "All 1 owner set approved" },
     build: () => state(reviews(files(baseEvidence(), ["docs/guide.md"]), review(USERS.bot, "APPROVED"))),
   },
   {
     id: "app-workflows",
     title: "App approval on .forge/workflows/** refused",
     lesson: "Workflow and code-owner files are non-delegable: even a delegation that names them cannot let an App approve them.",
-    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    expected: { verdict: "failure", title: "1 of 1 owner set not yet approved" },
     build: () => state(reviews(delegating(files(baseEvidence(), [".forge/workflows/ci.yml"]), ["docs/**", ".forge/workflows/**"]), review(USERS.bot, "APPROVED"))),
   },
   {
     id: "guardrail-insecure",
     title: "Organization guardrail survives the insecure switch",
     lesson: "SERVICE_ALLOW_INSECURE_CHANGES removes only the built-in non-delegable paths; the organization's guardrails still hold.",
-    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    expected: { verdict: "failure", title: "1 of 1 owner set not yet approved" },
     build: () => state(reviews(delegating(files(baseEvidence(), ["deploy/prod.yml"]), ["docs/**", "deploy/**"]), review(USERS.bot, "APPROVED")), true),
   },
   {
     id: "rename-across-owners",
     title: "Rename across owners",
     lesson: "A rename changes two paths: the owners of the old path and of the new path must both approve.",
-    expected: { conclusion: "failure", title: "1 of 2 owner sets not yet approved" },
+    expected: { verdict: "failure", title: "1 of 2 owner sets not yet approved" },
     build: () => state(reviews(files(baseEvidence(), [{ filename: "docs/architecture.md", status: "renamed", previousFilename: "src/ARCHITECTURE.md" }]), review(USERS.alice, "APPROVED"))),
   },
   {
     id: "shared-head",
     title: "Shared head",
-    lesson: "When another open pull request has the same head commit, approvals could be reused across them: never success.",
-    expected: { conclusion: "failure", title: "Head commit is shared with #43" },
+    lesson: "When another open pull request has the same head commit, approvals could be reused across them: never success. The check stays in progress until one of them closes or moves.",
+    expected: { verdict: "in progress", title: "Waiting: this commit is also the head of #43" },
     build: () => {
       const evidence = reviews(baseEvidence(), review(USERS.alice, "APPROVED"));
       return state({ ...evidence, sameHeadPullRequests: { complete: true, items: [{ number: 42, headSha: HEAD }, { number: 43, headSha: HEAD }] } });
@@ -217,21 +218,21 @@ export const SCENARIOS: readonly Scenario[] = [
     id: "three-thousand-files",
     title: "3,000 files",
     lesson: "The forge lists at most 3,000 files, so at 3,000 changed files completeness cannot be proved: split the pull request.",
-    expected: { conclusion: "failure", title: "Too many changed files: split the pull request" },
+    expected: { verdict: "failure", title: "Too many changed files: split the pull request" },
     build: () => state(reviews(files(baseEvidence(), ["src/app.ts", "docs/guide.md"], 3000), review(USERS.alice, "APPROVED"), review(USERS.erin, "APPROVED"))),
   },
   {
     id: "break-glass",
     title: "Break-glass override",
     lesson: "In an emergency an active member of a team the organization lists may override: an approval of the head whose first line is 'break-glass: <reason>'.",
-    expected: { conclusion: "success", title: "Approved by break-glass override" },
+    expected: { verdict: "success", title: "Approved by break-glass override" },
     build: () => state(onCall(reviews(baseEvidence(), breakGlass(USERS.sam, "checkout is down; reverting the bad flag (INC-1234)")))),
   },
   {
     id: "break-glass-refused",
     title: "Break-glass requests refused",
     lesson: "An override must be an approval of the head by a listed team's member other than the author, with a long enough reason; anything else is refused and says why.",
-    expected: { conclusion: "failure", title: "1 of 1 owner set not yet approved" },
+    expected: { verdict: "failure", title: "1 of 1 owner set not yet approved" },
     build: () =>
       state(onCall(reviews(
         baseEvidence(),

@@ -1,6 +1,6 @@
-import { plain, type BreakGlassOverride } from "../../evaluation/index.ts";
+import { plain, publicationOf, type BreakGlassOverride } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
-import { ensureRememberedCheckInProgress, IN_PROGRESS_OUTPUT } from "../../ingress/index.ts";
+import { ensureRememberedCheckInProgress } from "../../ingress/index.ts";
 import { type JobRow, readFences, readIndexedOnHead, readMergesAwaitingEnrollment, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
 import { settleEnrollments } from "../../records/enrollment.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
@@ -66,22 +66,23 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   ctx.metrics.evaluationSeconds.observe((performance.now() - started) / 1000);
   const target = { installationId: repository.installationId, owner: repository.owner, repo: repository.name, headSha: rowHead, repositoryId: repository.repositoryId, pullNumber };
 
-  if (decision.kind === "retry") {
+  // What the check becomes (publicationOf: the playground shows the same), and what else the worker does for it.
+  const publication = publicationOf(decision, checkOutput, pullRequest.state);
+  if (publication.kind === "none" && publication.why === "retry") {
     // The named reasons (route templates, statuses, page numbers and counts; never a payload) say what to look at.
     ctx.log.info({ job: row.id, reasons: decision.reasons.map((reason) => `${reason.code}: ${plain(reason.message)}`) }, "evidence incomplete; the evaluation will be retried");
     throw new RetryLater("evidence_incomplete", gathered.retryAfterMs);
   }
-  if (decision.kind === "not_enabled") {
+  if (publication.kind === "none" && publication.why === "not_enabled") {
     await audit(ctx, row, rowHead, "not_enabled");
     await recordSeen(ctx, repository, pullRequest, captured.evaluation, resultSubjects(decision, evidence));
     return { kind: "done", note: "repository not enabled" };
   }
-  if (decision.sharedHeadWith.length > 0) {
-    // A closed pull request leaves a head it shares with an open one alone: the open pull request's evaluation owns that check.
-    if (pullRequest.state !== "open") return { kind: "done", note: "closed; its head belongs to an open pull request" };
+  // A closed pull request leaves a head it shares with an open one alone: the open pull request's evaluation owns that check.
+  if (publication.kind === "none") return { kind: "done", note: "closed; its head belongs to an open pull request" };
+  if (publication.kind === "in_progress") {
     // Never completed on a shared head (DESIGN 3.6): in_progress, naming the other pull request(s).
-    const others = decision.sharedHeadWith.map((n) => `#${n}`).join(", ");
-    const output = { title: `Waiting: this commit is also the head of ${others}`, summary: `${IN_PROGRESS_OUTPUT.summary}\n\nThis commit is the head of more than one open pull request (${others}); a check on a shared commit cannot be bound to one pull request, so it stays in progress until the other pull request closes or moves to a new commit.` };
+    const { output } = publication;
     let release: () => Promise<void>;
     try {
       release = await ctx.store.acquirePublicationGuards(target.installationId, target.repositoryId, rowHead, ctx.guardTimeoutMs);
@@ -109,7 +110,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
     installationId: repository.installationId, repository: { id: repository.repositoryId, full_name: `${repository.owner}/${repository.name}` }, checkRunId,
     title: checkOutput.title, publishedAtMs: ctx.now(), service: SERVICE_IDENTITY, settings: ctx.settings, organizationPolicyRepository: ctx.settings.organizationPolicyRepository,
   });
-  const result = await publishCompleted(ctx, row, target, captured, decision.conclusion!, checkOutput, signal, recordOf);
+  const result = await publishCompleted(ctx, row, target, captured, publication.conclusion, publication.output, signal, recordOf);
   if (result === "fenced") return fenced(ctx, repository, row, pullNumber, rowHead);
   if (result === "published") {
     if (decision.conclusion === "success" && decision.breakGlass !== null) reportBreakGlass(ctx, target, decision.breakGlass);
