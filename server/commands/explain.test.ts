@@ -83,6 +83,14 @@ describe("service explain", () => {
     expect(read.ok && read.state.settings.forgeDirectory).toBe(".github");
   });
 
+  test("a shared head: the decision fails, and the check is the one the worker leaves in progress", async () => {
+    const { forge } = fakeForge(scenario("shared-head"));
+    const { out, stdout } = capture();
+    expect(await runExplain(["--repository", "acme/widgets", "--pull", "42"], config, out, { forge })).toBe(0);
+    expect(stdout).toContain("decision: failure");
+    expect(stdout).toContain("check: in progress: Waiting: this commit is also the head of #43");
+  });
+
   test("--json prints an evidence document the playground reads back to the same decision", async () => {
     const evidence = scenario("two-owner-sets");
     const { out, stdout } = capture();

@@ -4,7 +4,7 @@
 // The document holds evidence and settings only: no token, key, secret or request header ever enters Evidence.
 import type { Config } from "../config/index.ts";
 import { evaluationSettingsOf } from "../config/index.ts";
-import { decideCheck, planLookups, plain, renderCheck, visible, visibleJson, type Decision, type EvaluationSettings, type Evidence, type OwnerSetLabel, type PreviewResult } from "../evaluation/index.ts";
+import { decideCheck, planLookups, plain, publicationOf, renderCheck, visible, visibleJson, type CheckPublication, type Decision, type EvaluationSettings, type Evidence, type OwnerSetLabel, type PreviewResult } from "../evaluation/index.ts";
 import { createForgeClient, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { validateInstallations, validateRepositories } from "../reconciler/validate.ts";
@@ -93,10 +93,14 @@ export function evidenceDocument(evidence: Evidence, settings: EvaluationSetting
   };
 }
 
-/** The decision in plain text for a terminal, from the Decision (the same facts the check output renders). */
-export function describeDecision(decision: Decision, where: string): string[] {
+/**
+ * The decision in plain text for a terminal, from the Decision (the same facts the check output renders), and the check the
+ * worker would leave when that is not the decision's own (a shared head stays in progress).
+ */
+export function describeDecision(decision: Decision, where: string, published?: CheckPublication): string[] {
   const verdict = decision.kind === "conclusive" ? decision.conclusion! : decision.kind === "retry" ? "retry (transient: nothing would be published)" : "not enabled (no managed check)";
   const lines = [`${where} at ${decision.headSha}`, `decision: ${verdict}`, `title: ${renderCheck(decision).title}`];
+  if (published?.kind === "in_progress") lines.push(`check: in progress: ${published.output.title}`);
   for (const reason of decision.reasons) {
     lines.push(`reason: ${plain(reason.message)}${reason.transient ? " (transient)" : ""}`);
     for (const detail of (reason.details ?? []).slice(0, 20)) lines.push(`  - ${plain(detail)}`);
@@ -185,9 +189,12 @@ export async function runExplain(args: readonly string[], config: Config, rawOut
     }
     // The evidence carries the head's policy files when the pull request changes one (Evidence.headFiles): the document
     // takes them along, so the playground shows the same preview.
-    const { decision, preview } = decideCheck(gathered.evidence, settings);
+    const { decision, preview, output } = decideCheck(gathered.evidence, settings);
     if (parsed.json) rawOut.stdout(visibleJson(JSON.stringify(evidenceDocument(gathered.evidence, settings, decision), null, 2)));
-    else for (const line of [...describeDecision(decision, where), settingsLine(decision, settings), ...(preview ? describePreview(preview) : [])]) out.stdout(line);
+    else {
+      const published = publicationOf(decision, output, gathered.evidence.pullRequest.state);
+      for (const line of [...describeDecision(decision, where, published), settingsLine(decision, settings), ...(preview ? describePreview(preview) : [])]) out.stdout(line);
+    }
     return EXIT_OK;
   } catch (error) {
     // Forge errors carry a kind; their messages never hold credentials, but print only the kind to be sure (DESIGN 5).
