@@ -27,6 +27,9 @@ const FORBIDDEN: readonly (readonly [RegExp, string])[] = [
   [/\b(?:work|working|build|coding) sessions?\b/i, "speaks of how the project was built"],
 ];
 
+/** Citations in the product's strings: narrower than FORBIDDEN, as code names things `spec` (a list's specification). */
+const CITATION = /\bDESIGN\b|\bthe spec\b|\bspec's\b|\bissue \d|\bitem \d|\.\.\/shared|\bsection \d/i;
+
 /**
  * Text a forbidden word may appear in without citing anything: Playwright spec file names (`e2e/setup.spec.ts`) and the
  * `spec` field of a Kubernetes object.
@@ -70,6 +73,20 @@ describe("the documentation stands alone", () => {
   test("the commands' help speaks in the service's own words", () => {
     const text = [overallUsage(), ...COMMANDS.map((c) => `${c.synopsis}\n${c.summary}\n${c.usage ?? ""}`)].join("\n");
     expect(findings("--help", text)).toEqual([]);
+  });
+
+  test("no string in the product's code (messages, pages, check output) cites the design, the specification or an issue", () => {
+    const sources = [...new Bun.Glob("{server,web}/**/*.{ts,tsx,html}").scanSync({ cwd: ROOT })].filter((f) => !/\.test\.tsx?$/.test(f) && !f.includes("node_modules") && !f.endsWith(".gen.ts"));
+    expect(sources.length).toBeGreaterThan(100);
+    const found: string[] = [];
+    for (const source of sources) {
+      // Comments are for the people who change the code; strings reach the people who run it.
+      const code = read(join(ROOT, source)).replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+      for (const [literal] of code.matchAll(/"[^"\n]*"|`[^`]*`|'[^'\n]*'/g)) {
+        if (CITATION.test(literal)) found.push(`${source}: ${literal.slice(0, 120)}`);
+      }
+    }
+    expect(found).toEqual([]);
   });
 
   test("the check finds what it forbids", () => {
