@@ -13,6 +13,7 @@ import { documentationFiles, read, ROOT, shortName } from "./markdown.ts";
 /** Words a reader of the published repository cannot follow, each with why. */
 const FORBIDDEN: readonly (readonly [RegExp, string])[] = [
   [/\bDESIGN\b/, "cites a design document that is not in the repository"],
+  [/\bRECIPES\b|\bSTYLE\s+\d+/, "cites a guide that is not in the repository"],
   // "specs" alone is the Playwright suite's name for its files.
   [/\bspec(?:ification)?(?:'s)?\b/i, "cites a specification that is not in the repository"],
   [/\bissues?\s+#?\d+/i, "cites an issue by number"],
@@ -28,7 +29,7 @@ const FORBIDDEN: readonly (readonly [RegExp, string])[] = [
 ];
 
 /** Citations in the product's strings: narrower than FORBIDDEN, as code names things `spec` (a list's specification). */
-const CITATION = /\bDESIGN\b|\bthe spec\b|\bspec's\b|\bissue \d|\bitem \d|\.\.\/shared|\bsection \d/i;
+const CITATION = /\bDESIGN\b|\bRECIPES\b|\bSTYLE \d|\bthe spec\b|\bspec's\b|\bissue \d|\bitem \d|\.\.\/shared|\bsection \d/i;
 
 /**
  * Text a forbidden word may appear in without citing anything: Playwright spec file names (`e2e/setup.spec.ts`) and the
@@ -92,6 +93,7 @@ describe("the documentation stands alone", () => {
   test("the check finds what it forbids", () => {
     expect(findings("x", "See `../shared/DESIGN.md` (DESIGN 3.10).")).toEqual(["x:1: ../shared/DESIGN.md (outside the repository)", "x:1: \"DESIGN\" cites a design document that is not in the repository"]);
     expect(findings("x", "the spec's fields; issue 28 item 4; Every issue of the first plan is built")).toHaveLength(4);
+    expect(findings("x", "as RECIPES 8 and STYLE 11 say")).toHaveLength(1);
     expect(findings(join("docs", "x"), "[deploy](../deploy/x.yaml) and `e2e/setup.spec.ts`", join(ROOT, "docs", "x.md"))).toEqual([]);
     expect(findings("x", "[deploy](../deploy/x.yaml)")).toEqual(["x:1: ../deploy/x.yaml (outside the repository)"]);
   });
