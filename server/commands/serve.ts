@@ -1,6 +1,6 @@
 import type { Config } from "../config/index.ts";
 import { describeConfig, evaluationSettingsOf } from "../config/index.ts";
-import { createApp } from "../http/app.ts";
+import { createApp, listenerFetch } from "../http/app.ts";
 import { createForgeClient, createGovernor, createIdentityProbe, type ForgeClient, type IdentityProbe } from "../forge/index.ts";
 import type { HealthSources } from "../http/health.ts";
 import { createBodyBudget, PullHandoff, type WebhookDeps } from "../ingress/index.ts";
@@ -116,7 +116,7 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   };
   const health: HealthSources = { config, store, credentials: probe, worker, reconciler };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
-  const server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.handle(request), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS });
+  const server = Bun.serve({ hostname: config.host, port: config.port, fetch: listenerFetch(app), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS });
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
   return {

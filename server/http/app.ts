@@ -17,9 +17,19 @@ export type AppDeps = {
   log?: Logger;
 };
 
-/** The HTTP application: one Elysia instance per route group, composed here. */
+/**
+ * The HTTP application: one Elysia instance per route group, composed here.
+ *
+ * Routing must not depend on the Host. Elysia (1.4.30) finds a request's path by position in request.url, as the first "/"
+ * at or after index 11 unless `handler.standardHostname` is false (then index 7): its default assumes "http://" plus a host
+ * of at least four characters. Behind a proxy that forwards a short name (`Host: svc`, `gh`, `svc:80`, which the listener
+ * writes as http://svc/...) that search skipped the path's own "/": every route, the webhook route included, answered 404,
+ * and `Host: a` with `GET /ab/metrics` reached /metrics. With the search starting right after "http://", the first "/" is
+ * where the path starts, since an authority never contains one; listenerFetch (below) guarantees an absolute http:// URL.
+ * `aot` is pinned on because Elysia's other handler (chosen when the environment sets ELYSIA_AOT=false) always skips 11.
+ */
 export function createApp(deps: AppDeps) {
-  return new Elysia({ nativeStaticResponse: false })
+  return new Elysia({ nativeStaticResponse: false, aot: true, handler: { standardHostname: false } })
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
     .use(webhookRoutes(deps.webhook))
@@ -31,4 +41,19 @@ export function createApp(deps: AppDeps) {
       if (code === "NOT_FOUND") return new Response(JSON.stringify({ error: "not_found" }), { status: 404, headers: { "content-type": "application/json; charset=utf-8" } });
       return new Response(JSON.stringify({ error: "internal" }), { status: 500, headers: { "content-type": "application/json; charset=utf-8" } });
     });
+}
+
+const BAD_HOST = JSON.stringify({ error: "bad_host" });
+
+/**
+ * The listener's entry to the application (serve's fetch handler). Bun's listener serves plain HTTP and builds request.url
+ * as "http://" + the Host it accepted + the path; the application's routing (see createApp) relies on exactly that shape.
+ * When the Host cannot be made into an address (empty, with userinfo, a "/" or "?"), Bun hands over the bare path instead;
+ * such a request is refused with 400 on every route rather than routed or parsed by guesswork.
+ */
+export function listenerFetch(app: { handle(request: Request): Response | Promise<Response> }): (request: Request) => Response | Promise<Response> {
+  return (request) =>
+    request.url.startsWith("http://")
+      ? app.handle(request)
+      : new Response(BAD_HOST, { status: 400, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
 }
