@@ -29,6 +29,18 @@ export const FORGE_REQUEST_TIMEOUT_MS = 10_000;
  */
 export const HTTP_IDLE_TIMEOUT_SECONDS = 10;
 
+/**
+ * One process per address. Bun turns SO_REUSEPORT on by default when `development` is false (checked on Bun 1.4.4: a
+ * second process then binds the same host and port and the kernel spreads connections over both), so serve asks for it to
+ * be off; a second process on a used address fails to start, and says which address.
+ */
+function listenFailure(address: string, error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === "EADDRINUSE") return `cannot listen on ${address}: the address is in use (another process, perhaps another instance of this service, listens there)`;
+  if (code === "EACCES") return `cannot listen on ${address}: permission denied`;
+  return `cannot listen on ${address}: ${(error as Error).message}`;
+}
+
 export type RunningService = { readonly url: string; readonly port: number; stop(): Promise<void> };
 
 /**
@@ -116,7 +128,18 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   };
   const health: HealthSources = { config, store, credentials: probe, worker, reconciler };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
-  const server = Bun.serve({ hostname: config.host, port: config.port, fetch: listenerFetch(app), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS });
+  const address = `${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({ hostname: config.host, port: config.port, fetch: listenerFetch(app), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS, reusePort: false });
+  } catch (error) {
+    await reconciler?.stop();
+    await worker?.stop();
+    await evaluator?.close();
+    await probe?.stop();
+    await store.close();
+    throw new Error(listenFailure(address, error));
+  }
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
   return {

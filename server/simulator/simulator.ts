@@ -79,6 +79,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: options.port ?? 0,
+    reusePort: false, // one process per address, whatever Bun's default for the mode it runs in
     idleTimeout: 30,
     fetch: (req) => {
       const p = handle(req);
