@@ -117,6 +117,22 @@ describe("the rules of invocation (item 2): each refused request leaves the chec
     expect(refusals(decide(withReviews(longer, breakGlass(ONCALL))))).toEqual(["short_reason"]);
   });
 
+  test("short reason: only visible characters count (letters, marks, numbers, punctuation, symbols), never invisible ones", () => {
+    const at = (reason: string) => decide(withReviews(enabled(), breakGlass(ONCALL, { body: `${BREAK_GLASS_MARKER}${reason}` })));
+    // Format (zero-width space, soft hyphen, bidi isolate, BOM), separators, control and private-use characters, and the
+    // blank-looking fillers Unicode marks default-ignorable (Hangul filler) or that render as nothing (blank braille pattern).
+    for (const invisible of ["\u200B", "\u2800", "\u3164", "\u00AD", "\u2066", "\uFEFF", "\u3000", "\u2028", "\u0007", "\uE000", "\u115F", "\uFFA0", "\u034F", "\uFE0F"]) {
+      const code = `U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+      expect({ code, refusals: refusals(at(invisible.repeat(20))) }).toEqual({ code, refusals: ["short_reason"] });
+      expect({ code, refusals: refusals(at(`${"x".repeat(10)}${invisible.repeat(20)}${"y".repeat(9)}`)) }).toEqual({ code, refusals: ["short_reason"] });
+      expect({ code, conclusion: at(`${"x".repeat(10)}${invisible.repeat(5)}${"y".repeat(10)}`).conclusion }).toEqual({ code, conclusion: "success" });
+    }
+    // Visible text of every counted kind does count.
+    for (const visible of ["Ж", "7", "!", "€", "e\u0301", "界"]) expect({ visible, conclusion: at(visible.repeat(20)).conclusion }).toEqual({ visible, conclusion: "success" });
+    const message = at("\u200B".repeat(25)).breakGlassRefusals[0]?.message.map((part) => (typeof part === "string" ? part : part.code)).join("");
+    expect(message).toContain("0 visible characters");
+  });
+
   test("non-member: no active membership in a listed team (404, pending) is refused", () => {
     for (const membership of [{ kind: "not_found" } as const, { kind: "found", value: { state: "pending" } } as const]) {
       const decision = decide(withReviews(enabled({ oncall: membership }), breakGlass(ONCALL)));

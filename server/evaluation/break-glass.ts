@@ -2,8 +2,8 @@
 //
 // A request is a review whose body's first line starts with `break-glass:`. It overrides when it is the reviewer's latest
 // non-comment review (a later review by the same reviewer replaces it), its state is APPROVED, its commit is the head, its
-// reason (the rest of the line, trimmed) has at least `min_reason_length` characters, the reviewer is a person other than
-// the pull request's author, the reviewer is an active member of a team the organization policy's `[break_glass]` lists
+// reason (the rest of the line, trimmed) has at least `min_reason_length` visible characters, the reviewer is a person other
+// than the pull request's author, the reviewer is an active member of a team the organization policy's `[break_glass]` lists
 // (the team membership lookup of owner teams; unknown fails closed; the team's repository access is not required), and the
 // review's body was never edited (anyone with write access may edit another person's review; the forge's GraphQL API says
 // whether it was, its REST API does not; unknown fails closed).
@@ -43,7 +43,14 @@ export function breakGlassReason(review: Pick<Review, "bodyFirstLine">): string 
   return line.startsWith(BREAK_GLASS_MARKER) ? line.slice(BREAK_GLASS_MARKER.length).trim() : null;
 }
 
-const codePoints = (text: string) => Array.from(text).length;
+/**
+ * Characters a reader sees: Unicode letters, marks, numbers, punctuation and symbols. Separators, format, control,
+ * private-use and unassigned characters never count, nor do the default-ignorable ones that Unicode gives a letter or mark
+ * category (Hangul fillers U+115F, U+1160, U+3164, U+FFA0, variation selectors, the combining grapheme joiner) or the
+ * blank braille pattern U+2800 (a symbol that renders as nothing): twenty of any of them are no reason.
+ */
+const VISIBLE = /(?![\p{Default_Ignorable_Code_Point}\u2800])[\p{L}\p{M}\p{N}\p{P}\p{S}]/gu;
+const visibleCharacters = (text: string) => text.match(VISIBLE)?.length ?? 0;
 
 export interface BreakGlassRequest {
   readonly review: Review & { readonly user: NonNullable<Review["user"]> };
@@ -86,9 +93,9 @@ export function breakGlassRequests(evidence: Pick<Evidence, "reviews" | "pullReq
     if (review.commitId !== evidence.pullRequest.headSha) {
       return judged(refuse("stale_commit", t`approved ${review.commitId === null ? "an unknown commit" : review.commitId.slice(0, 7)}, not the current head ${evidence.pullRequest.headSha.slice(0, 7)}: a push ends an override`));
     }
-    const length = codePoints(reason);
+    const length = visibleCharacters(reason);
     if (length < settings.minReasonLength) {
-      return judged(refuse("short_reason", [`the reason has ${length} characters; the organization requires at least ${settings.minReasonLength}`]));
+      return judged(refuse("short_reason", [`the reason has ${length} visible characters; the organization requires at least ${settings.minReasonLength}`]));
     }
     if (review.user.type !== "User") return judged(refuse("not_a_member", t`${review.user.login} is not a person's account`));
     return judged(null);

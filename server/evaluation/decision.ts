@@ -153,7 +153,7 @@ export type BreakGlassRefusalCode =
   | "wrong_state"
   /** Approved a commit other than the head: a push ends an override, as it ends every approval. */
   | "stale_commit"
-  /** The reason after `break-glass:` is shorter than `min_reason_length` after trimming. */
+  /** The reason after `break-glass:` has fewer than `min_reason_length` visible characters after trimming. */
   | "short_reason"
   /** Not an active member of any listed team (or not a person's account). */
   | "not_a_member"

@@ -225,7 +225,7 @@ describe("policy findings", () => {
   test("an organization policy's [break_glass] is validated and, when valid, noted with its teams and reason length", () => {
     const valid = run({ organization: 'schema_version = 1\n[break_glass]\nteams = ["sre", "incident"]\n' }).findings;
     expect(valid.map(brief)).toEqual([{ kind: "break_glass_enabled", severity: "notice", file: "org.toml", line: 2 }]);
-    expect(valid[0]!.message).toContain("at least 20 characters");
+    expect(valid[0]!.message).toContain("at least 20 visible characters");
     expect(valid[0]!.message).toContain("sre, incident");
     const invalid = run({ organization: 'schema_version = 1\n[break_glass]\nteams = ["acme/sre"]\nmin_reason_length = 5\nextra = 1\n' }).findings;
     expect(invalid.map((f) => [f.kind, f.line, f.message.split(":")[0]])).toEqual([

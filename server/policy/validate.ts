@@ -160,7 +160,7 @@ export function validate(input: ValidationInput): ValidationReport {
   const breakGlass = breakGlassSettings(organization?.policy ?? null);
   if (organization !== null && breakGlass !== null) {
     const teams = breakGlass.teams.join(", ");
-    add("break_glass_enabled", "notice", organization.path, lineOf("break_glass", tomlFieldLines(organization.text)), `break-glass overrides are enabled: an approving review on the head whose first line is 'break-glass: <reason of at least ${breakGlass.minReasonLength} characters>', by an active member of ${teams} who is not the author, meets the approval requirements`);
+    add("break_glass_enabled", "notice", organization.path, lineOf("break_glass", tomlFieldLines(organization.text)), `break-glass overrides are enabled: an approving review on the head whose first line is 'break-glass: <reason of at least ${breakGlass.minReasonLength} visible characters>', by an active member of ${teams} who is not the author, meets the approval requirements`);
   }
 
   // Each matching step below is bounded: past the budget, what the step added so far is dropped (a rule reported as owning

@@ -8,7 +8,7 @@ export const REFUSAL_HELP: Record<BreakGlassRefusalCode, string> = {
   not_enabled: "Only the organization policy can enable overrides, with a [break_glass] section listing the teams whose members may override.",
   wrong_state: "Only an approving review overrides: a comment, a request for changes or a dismissed review does not. Dismissing an override ends it.",
   stale_commit: "An override is bound to the commit it approved, like every approval: after a push, override the new head again.",
-  short_reason: "The first line must be 'break-glass:' followed by a reason of at least the organization's min_reason_length characters (after trimming).",
+  short_reason: "The first line must be 'break-glass:' followed by a reason of at least the organization's min_reason_length visible characters (letters, marks, digits, punctuation, symbols).",
   not_a_member: "Only an active member of a team the organization's [break_glass] lists may override (a person's account, not an App).",
   author: "The pull request's author can never override for their own pull request.",
   membership_incomplete: "The reviewer's team membership, or whether the review's body was edited, could not be looked up, so the override fails closed; the evaluation is retried or fails.",
