@@ -35,6 +35,23 @@ describe("history export", () => {
     expect(exportLine(mergeFixture(null, { id: "m3" }))).toStartWith('{"schema_version":1,"kind":"merge","id":"m3","installation_id":');
   });
 
+  test("a line carries no raw character a terminal or a line splitter acts on: C1 controls, DEL, separators, zero-width and bidi controls, BOM are \\uXXXX", async () => {
+    const hostile = [0x7f, 0x80, 0x85, 0x9b, 0x9f, 0x2028, 0x2029, 0x200b, 0x200c, 0x200d, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0xfeff];
+    const login = `mallory${hostile.map((code) => String.fromCharCode(code)).join("")}\u001b[31m`;
+    const record = mergeFixture(null, { id: "m9", merged_by: { id: 5, login } });
+    const chunks: string[] = [];
+    await exportHistory(batches([record], 1), { write: async (chunk) => void chunks.push(chunk) });
+    const line = chunks.join("");
+    for (const code of hostile) {
+      const hex = code.toString(16).toUpperCase().padStart(4, "0");
+      expect({ hex, raw: line.includes(String.fromCharCode(code)) }).toEqual({ hex, raw: false });
+      expect(line.toUpperCase()).toContain(`\\U${hex}`);
+    }
+    expect(line.split("\n")).toHaveLength(2); // one line and the empty rest after its newline
+    expect(JSON.parse(line)).toEqual(JSON.parse(JSON.stringify(record)));
+    expect(exportLine(record)).toBe(line);
+  });
+
   test("no matching record writes nothing", async () => {
     const chunks: string[] = [];
     expect(await exportHistory(batches([], 2), { write: async (chunk) => void chunks.push(chunk) })).toBe(0);

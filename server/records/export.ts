@@ -1,6 +1,7 @@
 // `service history export` (issue 28 item 3): every matching record as one line of JSON (JSON Lines), oldest first, read in
 // batches (readHistoryBatch) and written as the output takes them, so memory stays bounded by one batch however many
 // records there are, and a slow reader slows the export instead of growing a buffer.
+import { visibleJson } from "../evaluation/escape.ts";
 import type { HistoryRecord } from "./schema.ts";
 
 /** Records read per batch: at most MAX_RECORD_BYTES each before compression, so a batch is bounded (typically ~2 MB). */
@@ -23,12 +24,15 @@ export type ReadBatch = (after: string | null) => Promise<{ readonly records: re
 /**
  * One record as its line: the record's JSON (it carries `schema_version`), ending with a newline. A line begins with
  * `schema_version`, `kind` and `id` (a decision's `confirmed` next), so a reader of the raw lines sees what each is first.
+ * Written through visibleJson, as `history --json` is: DEL, C1 controls, U+2028/U+2029, zero-width, bidi controls and the
+ * BOM (any control, format or default-ignorable character) become `\uXXXX`, so neither a terminal nor a line splitter
+ * acts on a login, path or title; the line parses back to the same record.
  */
 export function exportLine(record: HistoryRecord): string {
   const head = record.kind === "decision"
     ? { schema_version: record.schema_version, kind: record.kind, id: record.id, confirmed: record.confirmed }
     : { schema_version: record.schema_version, kind: record.kind, id: record.id };
-  return `${JSON.stringify({ ...head, ...record })}\n`;
+  return `${visibleJson(JSON.stringify({ ...head, ...record }))}\n`;
 }
 
 /** Writes every record `readBatch` yields, batch after batch; resolves to how many were written. */
