@@ -56,7 +56,7 @@ type Answer = { status: number; type: string | null; body: string };
 
 /** One request to the listener with the given Host header (Bun's fetch sends the header as given). */
 async function send(host: string, method: string, path: string, init: { headers?: Record<string, string>; body?: Uint8Array; url?: string } = {}): Promise<Answer> {
-  const response = await fetch(`${init.url ?? service.url}${path}`, { method, headers: { ...init.headers, host }, ...(init.body ? { body: init.body } : {}) });
+  const response = await fetch(`${init.url ?? service.url}${path}`, { method, headers: { ...init.headers, host }, ...(init.body ? { body: init.body as BodyInit } : {}) });
   return { status: response.status, type: response.headers.get("content-type"), body: await response.text() };
 }
 
