@@ -38,7 +38,7 @@ async function fill(store: Store, size: number): Promise<void> {
 }
 
 async function plan(store: Store, backend: BackendName, head: string): Promise<string> {
-  const sql = `select pull_number from open_pull_requests where repository_id = ${REPOSITORY.repositoryId} and head_sha = '${head}' order by pull_number limit 1001`;
+  const sql = `select pull_number from open_pull_requests where repository_id = ${REPOSITORY.repositoryId} and head_sha = '${head}' and closed = false order by pull_number limit 1001`;
   const rows = await store.execute(() => all<Record<string, unknown>>(backend === "sqlite" ? `explain query plan ${sql}` : `explain ${sql}`));
   return rows.map((row) => String(row.detail ?? row["QUERY PLAN"] ?? JSON.stringify(row))).join(" | ");
 }

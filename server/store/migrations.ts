@@ -19,6 +19,8 @@ import pg0009 from "../../migrations/postgres/0009_open_pull_seen_hour.sql" with
 import lite0009 from "../../migrations/sqlite/0009_open_pull_seen_hour.sql" with { type: "text" };
 import pg0010 from "../../migrations/postgres/0010_resets_and_enrollment.sql" with { type: "text" };
 import lite0010 from "../../migrations/sqlite/0010_resets_and_enrollment.sql" with { type: "text" };
+import pg0011 from "../../migrations/postgres/0011_open_pull_tombstones.sql" with { type: "text" };
+import lite0011 from "../../migrations/sqlite/0011_open_pull_tombstones.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -38,6 +40,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: "0008_decision_records", postgres: pg0008, sqlite: lite0008 },
   { version: 9, name: "0009_open_pull_seen_hour", postgres: pg0009, sqlite: lite0009 },
   { version: 10, name: "0010_resets_and_enrollment", postgres: pg0010, sqlite: lite0010 },
+  { version: 11, name: "0011_open_pull_tombstones", postgres: pg0011, sqlite: lite0011 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

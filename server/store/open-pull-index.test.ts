@@ -2,8 +2,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import {
   acceptDirectTrigger, acquireElectionLease, all, type DirectTrigger, indexListingComplete, indexListingPage, type IndexListing,
-  type BaseRefCursor, type PullOnBase, type PullsOnBasePage, pruneIndexBatch, readIndexedOnHead, readIndexPage, readPullsOnBase, run, type Store,
+  type BaseRefCursor, type PullOnBase, type PullsOnBasePage, pruneIndexBatch, readIndexedForFanout, readIndexedOnHead, readIndexPage, readPullsOnBase, run, type Store,
 } from "./index.ts";
+import { indexWrite } from "./ops/open-pull-index.ts";
+import { connect } from "./postgres.ts";
 
 /** The open-pull-request index (DESIGN 3.9, migration 0006): acceptance writes, streamed listings, lookups and pruning. */
 const repo = { installationId: 4, repositoryId: 40, owner: "acme", name: "web" };
@@ -25,21 +27,28 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
   let deliveries = 0;
   const deliver = (pullNumber: number, headSha: string, extra: Partial<DirectTrigger> = {}, now = 1_000) =>
     store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: `d-${++deliveries}`, event: "pull_request", action: "opened", pullNumber, headSha, now, ...extra }));
+  /** The index's open rows (a closing's tombstone is not one: `closed`, read by `tombstones`). */
   const rows = () => store.execute(function* () {
-    return (yield* all<{ pull_number: number; head_sha: string; base_ref: string | null; listing_id: string | null }>("select pull_number, head_sha, base_ref, listing_id from open_pull_requests order by pull_number"))
+    return (yield* all<{ pull_number: number; head_sha: string; base_ref: string | null; listing_id: string | null }>("select pull_number, head_sha, base_ref, listing_id from open_pull_requests where closed = false order by pull_number"))
       .map((row) => ({ number: Number(row.pull_number), head: row.head_sha, base: row.base_ref, listing: row.listing_id }));
+  });
+  const tombstones = () => store.execute(function* () {
+    return (yield* all<{ pull_number: number; seen_at_ms: number; listing_id: string | null }>("select pull_number, seen_at_ms, listing_id from open_pull_requests where closed = true order by pull_number"))
+      .map((row) => ({ number: Number(row.pull_number), seen: Number(row.seen_at_ms), listing: row.listing_id }));
   });
   const onHead = (headSha: string) => store.execute(() => readIndexedOnHead(40, headSha));
 
-  test("a pull_request delivery's acceptance upserts the pull request's row and a closing one deletes it, in the same transaction", async () => {
+  test("a pull_request delivery's acceptance upserts the pull request's row and a closing one leaves a tombstone in its place, in the same transaction", async () => {
     await open();
     await deliver(7, H1, { index: { kind: "upsert", baseRef: "main" } });
     await deliver(8, H1, { index: { kind: "upsert", baseRef: "release" } });
     expect(await onHead(H1)).toEqual([7, 8]);
     await deliver(7, H2, { action: "synchronize", index: { kind: "upsert", baseRef: "main" }, previousHead: H1 });
     expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }, { number: 8, head: H1, base: "release", listing: null }]);
-    await deliver(8, H1, { action: "closed", index: { kind: "delete" } });
+    await deliver(8, H1, { action: "closed", index: { kind: "delete" } }, 1_500);
     expect(await rows()).toEqual([{ number: 7, head: H2, base: "main", listing: null }]);
+    expect(await tombstones()).toEqual([{ number: 8, seen: 1_500, listing: null }]);
+    expect(await onHead(H1)).toEqual([]);
     // A review (no index write) and a duplicate delivery change nothing.
     await deliver(7, H3, { event: "pull_request_review", action: "submitted" });
     const duplicate = await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "d-1", event: "pull_request", action: "opened", pullNumber: 9, headSha: H3, now: 5, index: { kind: "upsert", baseRef: "main" } }));
@@ -56,6 +65,7 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     });
     expect(work).toEqual(["evaluation", "head_invalidation"]);
     expect(await rows()).toEqual([]);
+    expect(await tombstones()).toEqual([{ number: 9, seen: 1_000, listing: null }]);
   });
 
   test("a synchronize queues the invalidation of the head it left in the same acceptance, at that head's S, without advancing it", async () => {
@@ -125,6 +135,66 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
     expect(await store.execute(() => readIndexPage(40, null))).toEqual([{ number: 3, headSha: H3 }]);
   });
 
+  test("a pull request closed while a listing is in flight does not come back: the listing's earlier page cannot overwrite the closing", async () => {
+    await open();
+    await deliver(5, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await deliver(6, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await store.execute(() => acquireElectionLease(lease, 150));
+    const listing: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 200, lease };
+    // The listing fetched a page naming #5 and #7 open (at 210); #5 and #7 close (220, 225) before that page is written (230).
+    await deliver(5, H1, { action: "closed", index: { kind: "delete" } }, 220);
+    await deliver(7, H2, { action: "closed", index: { kind: "delete" } }, 225);
+    expect(await store.execute(() => indexListingPage(listing, [{ number: 5, headSha: H1, baseRef: "main" }, { number: 6, headSha: H1, baseRef: "main" }, { number: 7, headSha: H2, baseRef: "main" }], 230))).toBe(true);
+    expect(await onHead(H1)).toEqual([6]);
+    expect(await onHead(H2)).toEqual([]);
+    await store.execute(() => indexListingComplete(listing, 240));
+    expect(await onHead(H1)).toEqual([6]);
+    expect(await onHead(H2)).toEqual([]);
+    // No reader names a closed pull request: fan-out pages, base-ref work (only a recorded evaluation names it, as before).
+    expect(await store.execute(() => readIndexPage(40, null))).toEqual([{ number: 6, headSha: H1 }]);
+    expect((await store.execute(() => readIndexedForFanout(40, null))).map((row) => row.number)).toEqual([6]);
+    await store.execute(() => run("insert into pull_evaluations (installation_id, repository_id, pull_number, head_sha, base_sha, evaluation_generation, evaluated_at_ms) values (4, 40, 5, $1, 'b', 1, 1)", H1));
+    expect((await allOnBase("main", 500)).pulls).toEqual([{ number: 6, headSha: H1, source: "indexed" }, { number: 5, headSha: H1, source: "recorded" }]);
+    // A listing that started after the closing shows what the forge says then: a pull request reopened (its delivery lost)
+    // is indexed again, and one no longer listed is gone for good.
+    const later: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-2", startedAtMs: 300, lease };
+    await store.execute(() => indexListingPage(later, [{ number: 5, headSha: H3, baseRef: "main" }, { number: 6, headSha: H1, baseRef: "main" }], 310));
+    await store.execute(() => indexListingComplete(later, 320));
+    expect(await onHead(H3)).toEqual([5]);
+    expect(await store.execute(() => readIndexPage(40, null))).toEqual([{ number: 5, headSha: H3 }, { number: 6, headSha: H1 }]);
+    expect(await store.execute(() => all("select pull_number from open_pull_requests where pull_number = 7"))).toEqual([]);
+  });
+
+  test("a reopening delivery indexes a closed pull request again, and a closing one for a pull request never indexed still guards it", async () => {
+    await open();
+    await store.execute(() => acquireElectionLease(lease, 50));
+    await deliver(5, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await deliver(5, H1, { action: "closed", index: { kind: "delete" } }, 200);
+    await deliver(5, H2, { action: "reopened", index: { kind: "upsert", baseRef: "main" } }, 300);
+    expect(await onHead(H2)).toEqual([5]);
+    // Closed, never indexed before: a page of a listing started before the closing does not add it.
+    await deliver(8, H1, { action: "closed", index: { kind: "delete" } }, 400);
+    const listing: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 350, lease };
+    await store.execute(() => indexListingPage(listing, [{ number: 8, headSha: H1, baseRef: "main" }], 410));
+    expect(await onHead(H1)).toEqual([]);
+  });
+
+  test("closings are pruned with the index, by the hour they were last seen", async () => {
+    await open();
+    await store.execute(() => acquireElectionLease(lease, 1));
+    await deliver(5, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
+    await deliver(5, H1, { action: "closed", index: { kind: "delete" } }, 200);
+    await deliver(6, H1, { action: "closed", index: { kind: "delete" } }, 2 * 3_600_000);
+    const count = () => store.execute(function* () {
+      return Number((yield* all<{ n: number }>("select count(*) as n from open_pull_requests"))[0]!.n);
+    });
+    expect(await count()).toBe(2);
+    expect(await store.execute(() => pruneIndexBatch(lease, 3_600_000, 30))).toBe(1);
+    expect(await count()).toBe(1);
+    expect(await store.execute(() => pruneIndexBatch(lease, 3 * 3_600_000, 30))).toBe(1);
+    expect(await count()).toBe(0);
+  });
+
   test("a listing whose lease was lost writes and removes nothing", async () => {
     await open();
     await deliver(1, H1, { index: { kind: "upsert", baseRef: "main" } }, 100);
@@ -141,10 +211,11 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
       // An empty table would make PostgreSQL's planner scan it: with scans off, it names the index it would use.
       if (backend !== "sqlite") yield* run("set local enable_seqscan = off");
       return yield* all<Record<string, unknown>>(backend === "sqlite"
-        ? "explain query plan select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 order by pull_number limit $3"
-        : "explain select pull_number from open_pull_requests where repository_id = $1::bigint and head_sha = $2::text order by pull_number limit $3", 40, H1, 5);
+        ? "explain query plan select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 and closed = false order by pull_number limit $3"
+        : "explain select pull_number from open_pull_requests where repository_id = $1::bigint and head_sha = $2::text and closed = false order by pull_number limit $3", 40, H1, 5);
     });
-    // The head index covers the order (repository, head, number): no scan of every row of the repository by its key.
+    // The head index (open rows only, migration 0011) covers the order (repository, head, number): no scan of every row of
+    // the repository by its key.
     expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "COVERING INDEX open_pull_requests_head" : "open_pull_requests_head");
     expect(JSON.stringify(plan)).not.toContain(backend === "sqlite" ? "TEMP B-TREE" : "Sort");
     if (backend === "sqlite") expect(JSON.stringify(plan)).not.toContain("autoindex");
@@ -215,10 +286,44 @@ describe.each(BACKENDS)("open-pull-request index on %s", (backend) => {
       // An empty table would make PostgreSQL's planner scan it: with scans off, it names the index it would use.
       if (backend !== "sqlite") yield* run("set local enable_seqscan = off");
       return yield* all<Record<string, unknown>>(backend === "sqlite"
-        ? "explain query plan select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 order by pull_number limit $4"
-        : "explain select pull_number, head_sha from open_pull_requests where repository_id = $1::bigint and base_ref = $2::text and pull_number > $3::integer order by pull_number limit $4", 40, "main", 0, 5);
+        ? "explain query plan select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 and closed = false order by pull_number limit $4"
+        : "explain select pull_number, head_sha from open_pull_requests where repository_id = $1::bigint and base_ref = $2::text and pull_number > $3::integer and closed = false order by pull_number limit $4", 40, "main", 0, 5);
     });
     expect(JSON.stringify(plan)).toContain(backend === "sqlite" ? "INDEX open_pull_requests_base" : "open_pull_requests_base");
     expect(JSON.stringify(plan)).not.toContain(backend === "sqlite" ? "TEMP B-TREE" : "Sort");
+  });
+});
+
+describe("open-pull-request index under concurrency on postgresql", () => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+
+  test("a listing page written while a closing of one of its pull requests commits leaves the closing in place", async () => {
+    ({ database, store } = await openMigratedStore("postgresql"));
+    if (database.target.backend !== "postgresql") throw new Error("postgresql only");
+    await store.execute(() => acceptDirectTrigger({ ...repo, deliveryId: "open-5", event: "pull_request", action: "opened", pullNumber: 5, headSha: H1, now: 100, index: { kind: "upsert", baseRef: "main" } }));
+    const listing: IndexListing = { installationId: 4, repositoryId: 40, listingId: "scan-1", startedAtMs: 200 };
+    const sql = connect(database.target, { max: 1 });
+    try {
+      let page: Promise<boolean> | null = null;
+      // The closing's index write holds the row, uncommitted, while the page (fetched before it) is written and waits for it.
+      await sql.begin(async (tx) => {
+        const close = indexWrite(repo, 5, H1, { kind: "delete" }, 220);
+        await tx.unsafe(close.sql as string, close.params as never[]);
+        page = store.execute(() => indexListingPage(listing, [{ number: 5, headSha: H1, baseRef: "main" }, { number: 6, headSha: H2, baseRef: "main" }], 230));
+        await Bun.sleep(300);
+        const waiting = await tx.unsafe("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()");
+        expect(waiting[0]!.n).toBe(1);
+      });
+      expect(await page!).toBe(true);
+      expect(await store.execute(() => readIndexedOnHead(40, H1))).toEqual([]);
+      expect(await store.execute(() => readIndexedOnHead(40, H2))).toEqual([6]);
+    } finally {
+      await sql.end();
+    }
   });
 });

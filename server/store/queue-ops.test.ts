@@ -352,7 +352,9 @@ describe("the webhook hot path's operations on PostgreSQL", () => {
     for (const sql of [opened, closed, review, rerequest]) expect(sql).not.toMatch(/union all/);
     expect(moved).toMatch(/union all/);
     expect(opened).not.toMatch(/delete from open_pull_requests/);
-    expect(closed).not.toMatch(/insert into open_pull_requests/);
+    // A closing leaves a tombstone (a listing page fetched before it cannot bring the pull request back), never deletes.
+    expect(closed).not.toMatch(/delete from open_pull_requests/);
+    expect(closed).toMatch(/insert into open_pull_requests[^;]*closed = true/);
   });
 
   test("releasing the work of a fast path that did not settle its head is one statement sent alone", () => {

@@ -22,7 +22,12 @@ import type { Op, OpOptions } from "./op.ts";
  *  4a. `open_pull_requests` (the open-pull-request index, DESIGN 3.9), by repository and pull request number: written by an
  *      acceptance from its pull request's E row (ops/ingress-ops.ts), and by the reconciler's listing pages and pruning
  *      after renewing its lease (1), each alone in its transaction (ops/open-pull-index.ts); its readers (the shared-head
- *      check, fan-out, base-ref work's readPullsOnBase) read it in transactions of their own and queue in the next;
+ *      check, fan-out, base-ref work's readPullsOnBase) read it in transactions of their own and queue in the next, and
+ *      read only open rows. A `closed` acceptance upserts the row as a tombstone (closed, listing_id null, seen then; DESIGN
+ *      3.12) instead of deleting it: a listing page and a closing that race meet on that one row's key, and the page's
+ *      upsert, re-checking the row as committed, leaves a tombstone newer than its listing's start alone, so a page fetched
+ *      before the closing never brings the pull request back. Tombstones go with the index: a later complete listing that
+ *      does not see them, or pruning by seen_hour;
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
  *      evaluation), then by key (head, repository, base ref, pull request number);
  *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);

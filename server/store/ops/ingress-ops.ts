@@ -1,5 +1,5 @@
 import { batch, dialect, one, type Op, type Query, query, run } from "../op.ts";
-import { type IndexWrite, indexWrite } from "./open-pull-index.ts";
+import { type IndexWrite, indexTombstoneSql, indexWrite } from "./open-pull-index.ts";
 import { type MergeInput, mergeRecordQuery, type RecordedMerge, recordedMergeOf } from "./record-ops.ts";
 import {
   ADVANCE_INVALIDATED_SQL, advanceAndQueue, advanceAuthorityEpoch, advanceHeadAndQueue, advanceInvalidatedGeneration, currentAuthorityEpoch, MERGE_INTO_LIVE_ROW, MERGE_LEFT_HEAD, readDelivery,
@@ -65,7 +65,7 @@ export type DuplicateDelivery = { readonly headSha: string | null; readonly shar
 
 /**
  * Durable acceptance of a direct trigger: the delivery record, S(head) + 1 with the exact-head invalidation row, E(pull) + 1
- * with the evaluation row, the pull request's index row (upserted or deleted), and for a `synchronize` the invalidation row
+ * with the evaluation row, the pull request's index row (upserted, or a closing's tombstone), and for a `synchronize` the invalidation row
  * of the head it left, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read it with
  * readDuplicateDelivery). It also answers the head's remembered check run.
  *
@@ -193,16 +193,17 @@ function acceptInOneStatement(input: DirectTrigger): Query {
     parts.push(`indexed as (
         insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
         select ${inst}, ${repo}, ${$("pull", input.pullNumber, "integer")}, ${sha}, ${$("base", baseRef, "text")}, ${now}, null from pull
-        on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null
+        on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null, closed = false
         returning 1
       )`);
   } else if (index === "delete") {
+    // A closing leaves its tombstone (open-pull-index.ts), which a listing page fetched before it cannot overwrite.
     parts.push(`indexed as (
-        delete from open_pull_requests where repository_id = ${repo} and pull_number = ${$("pull", input.pullNumber, "integer")} and exists (select 1 from pull)
+        ${indexTombstoneSql(`select ${inst}, ${repo}, ${$("pull", input.pullNumber, "integer")}, ${sha}, ${now}, true from pull`)}
         returning 1
       )`);
   }
-  // What the invalidation rows wait for: the index write (which may remove nothing, hence a count), else the pull request's E.
+  // What the invalidation rows wait for: the index write, else the pull request's E.
   const afterPrevious = index !== null ? "(select count(*) from indexed) >= 0" : pull ? "exists (select 1 from pull)" : "true";
   const owner = $("owner", input.owner, "text");
   const name = $("name", input.name, "text");

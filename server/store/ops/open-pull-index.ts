@@ -10,10 +10,15 @@ import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
  * sharers (a row can only add a pull request to a head, never prove that none shares it), and by base-ref work by base
  * ref (readPullsOnBase, migration 0007). Its rows come after
  * `pull_generations` and before `jobs` in the store's lock order (store.ts).
+ *
+ * A `closed` delivery does not delete its row: it leaves a tombstone (`closed`, migration 0011), a row a delivery wrote,
+ * which a listing that started before it neither overwrites nor deletes, so a page fetched while the pull request was still
+ * open cannot bring it back. Every reader asks for `closed = false` (the head and base indexes hold only those rows); a
+ * tombstone names nothing, so it never stands for absence either.
  */
 export type IndexedPull = { readonly number: number; readonly headSha: string; readonly baseRef: string | null };
 
-/** What a pull_request delivery does to the index: upsert (opened, reopened, synchronize, edited) or delete (closed). */
+/** What a pull_request delivery does to the index: upsert (opened, reopened, synchronize, edited) or delete (closed: leaves a tombstone). */
 export type IndexWrite = { readonly kind: "upsert"; readonly baseRef: string | null } | { readonly kind: "delete" };
 
 /**
@@ -34,7 +39,8 @@ const PAGE_STATEMENT_ROWS = 500;
 
 /**
  * Upserts one page of a listing: each row takes the listing's ID (seen by it) and `now`; a row a delivery wrote since the
- * listing started keeps the delivery's (newer) head and base. False when the lease was lost (nothing written).
+ * listing started keeps the delivery's (newer) head and base, and a closing since then stays closed (its tombstone is such a
+ * row). False when the lease was lost (nothing written).
  */
 export function* indexListingPage(listing: IndexListing, rows: readonly IndexedPull[], now: number): Op<boolean> {
   if (listing.lease && !(yield* renewElectionLease(listing.lease, now))) return false;
@@ -54,7 +60,7 @@ export function* indexListingPage(listing: IndexListing, rows: readonly IndexedP
       `insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
        values ${values.join(", ")}
        on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref,
-         seen_at_ms = excluded.seen_at_ms, listing_id = excluded.listing_id
+         seen_at_ms = excluded.seen_at_ms, listing_id = excluded.listing_id, closed = false
        where open_pull_requests.listing_id is not null or open_pull_requests.seen_at_ms < $5`,
       ...params,
     ));
@@ -64,9 +70,9 @@ export function* indexListingPage(listing: IndexListing, rows: readonly IndexedP
 }
 
 /**
- * The listing was complete: every row of the repository it did not see goes, except rows a delivery wrote since the listing
- * started. Called only for a complete listing (an incomplete one changes nothing: its pages only added or refreshed rows).
- * Returns the number of rows removed, or null when the lease was lost.
+ * The listing was complete: every row of the repository it did not see goes, tombstones included, except rows a delivery
+ * wrote since the listing started. Called only for a complete listing (an incomplete one changes nothing: its pages only
+ * added or refreshed rows). Returns the number of rows removed, or null when the lease was lost.
  */
 export function* indexListingComplete(listing: IndexListing, now: number): Op<number | null> {
   if (listing.lease && !(yield* renewElectionLease(listing.lease, now))) return null;
@@ -78,18 +84,27 @@ export function* indexListingComplete(listing: IndexListing, now: number): Op<nu
 
 /**
  * The acceptance's index write for one pull request (a delivery's view: listing_id null, seen now), for the step forms of
- * the acceptance; the PostgreSQL one-statement form writes the same in a CTE (ingress-ops.ts).
+ * the acceptance; the PostgreSQL one-statement form writes the same in a CTE (ingress-ops.ts). A closing writes the
+ * tombstone (closed, seen now; head and base as they were, or the closing's head when there was no row).
  */
 export function indexWrite(repo: { readonly installationId: number; readonly repositoryId: number }, pullNumber: number, headSha: string, write: IndexWrite, now: number): Query {
-  if (write.kind === "delete") return query("run", "delete from open_pull_requests where repository_id = $1 and pull_number = $2", repo.repositoryId, pullNumber);
+  if (write.kind === "delete") return query("run", indexTombstoneSql("values ($1, $2, $3, $4, $5, true)"), repo.installationId, repo.repositoryId, pullNumber, headSha, now);
   return query(
     "run",
     `insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, base_ref, seen_at_ms, listing_id)
      values ($1, $2, $3, $4, $5, $6, null)
-     on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null`,
+     on conflict (repository_id, pull_number) do update set head_sha = excluded.head_sha, base_ref = excluded.base_ref, seen_at_ms = excluded.seen_at_ms, listing_id = null, closed = false`,
     repo.installationId, repo.repositoryId, pullNumber, headSha, write.baseRef, now,
   );
 }
+
+/**
+ * A closing's tombstone: `rows` is a VALUES list or a SELECT of (installation, repository, pull request, head, now, true).
+ * An existing row keeps its head and base; listing_id null marks it as a delivery's write.
+ */
+export const indexTombstoneSql = (rows: string) =>
+  `insert into open_pull_requests (installation_id, repository_id, pull_number, head_sha, seen_at_ms, closed) ${rows}
+     on conflict (repository_id, pull_number) do update set seen_at_ms = excluded.seen_at_ms, listing_id = null, closed = true`;
 
 /** Index rows read on one head at most (DESIGN 3.6: 1,000 pull requests on one head), plus one to tell that it was passed. */
 export const MAX_INDEXED_ON_HEAD = MAX_OPEN_PULL_REQUESTS + 1;
@@ -97,7 +112,7 @@ export const MAX_INDEXED_ON_HEAD = MAX_OPEN_PULL_REQUESTS + 1;
 /** The pull requests the index names on a head, by number (at most `limit`). A read: no row locks. */
 export function* readIndexedOnHead(repositoryId: number, headSha: string, limit: number = MAX_INDEXED_ON_HEAD): Op<number[]> {
   const rows = yield* all<{ pull_number: number }>(
-    "select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 order by pull_number limit $3",
+    "select pull_number from open_pull_requests where repository_id = $1 and head_sha = $2 and closed = false order by pull_number limit $3",
     repositoryId, headSha, limit,
   );
   return rows.map((row) => Number(row.pull_number));
@@ -109,7 +124,7 @@ export const INDEX_PAGE_ROWS = 500;
 /** One page of a repository's index, by number after `afterNumber` (null: from the start). */
 export function* readIndexPage(repositoryId: number, afterNumber: number | null, limit: number = INDEX_PAGE_ROWS): Op<{ number: number; headSha: string }[]> {
   const rows = yield* all<{ pull_number: number; head_sha: string }>(
-    "select pull_number, head_sha from open_pull_requests where repository_id = $1 and pull_number > $2 order by pull_number limit $3",
+    "select pull_number, head_sha from open_pull_requests where repository_id = $1 and pull_number > $2 and closed = false order by pull_number limit $3",
     repositoryId, afterNumber ?? 0, limit,
   );
   return rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha }));
@@ -144,7 +159,7 @@ export function* readIndexedForFanout(repositoryId: number, afterNumber: number 
   const rows = yield* all<{ pull_number: number; head_sha: string; recorded_head_sha: string | null; authority_subjects: string | null }>(
     `select o.pull_number, o.head_sha, e.head_sha as recorded_head_sha, e.authority_subjects from open_pull_requests o
        left join pull_evaluations e on e.repository_id = o.repository_id and e.pull_number = o.pull_number
-     where o.repository_id = $1 and o.pull_number > $2 order by o.pull_number limit $3`,
+     where o.repository_id = $1 and o.pull_number > $2 and o.closed = false order by o.pull_number limit $3`,
     repositoryId, afterNumber ?? 0, limit,
   );
   return rows.map((row) => ({ number: Number(row.pull_number), headSha: row.head_sha, recordedHeadSha: row.recorded_head_sha, authoritySubjects: row.authority_subjects }));
@@ -173,18 +188,18 @@ export function* readPullsOnBase(repositoryId: number, baseRef: string, cursor: 
   const at: BaseRefCursor = cursor ?? { part: "indexed", after: 0 };
   const rows = at.part === "indexed"
     ? yield* all<{ pull_number: number; head_sha: string }>(
-      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 order by pull_number limit $4",
+      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref = $2 and pull_number > $3 and closed = false order by pull_number limit $4",
       repositoryId, baseRef, at.after, limit,
     )
     : at.part === "unknown_base"
     ? yield* all<{ pull_number: number; head_sha: string }>(
-      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref is null and pull_number > $2 order by pull_number limit $3",
+      "select pull_number, head_sha from open_pull_requests where repository_id = $1 and base_ref is null and pull_number > $2 and closed = false order by pull_number limit $3",
       repositoryId, at.after, limit,
     )
     : yield* all<{ pull_number: number; head_sha: string }>(
       `select e.pull_number, e.head_sha from pull_evaluations e
        where e.repository_id = $1 and e.pull_number > $2
-         and not exists (select 1 from open_pull_requests o where o.repository_id = e.repository_id and o.pull_number = e.pull_number)
+         and not exists (select 1 from open_pull_requests o where o.repository_id = e.repository_id and o.pull_number = e.pull_number and o.closed = false)
        order by e.pull_number limit $3`,
       repositoryId, at.after, limit,
     );
