@@ -5,6 +5,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
 import { pullRequestEvent, signedDelivery } from "./support/payloads.ts";
+import { waitUntil } from "./support/service.ts";
 import { createScenario, generateAppKeys, type Scenario } from "../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
 
@@ -45,6 +46,8 @@ beforeAll(async () => {
   };
   expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
   service = await startBinary(env);
+  // Ready once the App's credentials were first checked against the forge: every answer below is then a steady one.
+  await waitUntil(async () => (await fetch(`${service.url}/health/ready`)).status === 200, "the service to be ready");
 });
 afterAll(async () => {
   await service?.stop();

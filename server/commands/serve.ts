@@ -128,30 +128,29 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   };
   const health: HealthSources = { config, store, credentials: probe, worker, reconciler };
   const app = createApp({ config, build: { version: APPLICATION_VERSION, buildRevision: BUILD_REVISION_VALUE }, health, metrics, webhook, log });
-  const address = `${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
-  let server: ReturnType<typeof Bun.serve>;
-  try {
-    server = Bun.serve({ hostname: config.host, port: config.port, fetch: listenerFetch(app), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS, reusePort: false });
-  } catch (error) {
+  const stopTasks = async () => {
     await reconciler?.stop();
     await worker?.stop();
     await evaluator?.close();
     await probe?.stop();
     await store.close();
-    throw new Error(listenFailure(address, error));
+  };
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({ hostname: config.host, port: config.port, fetch: listenerFetch(app), development: false, idleTimeout: HTTP_IDLE_TIMEOUT_SECONDS, reusePort: false });
+  } catch (error) {
+    await stopTasks();
+    throw new Error(listenFailure(`${host}:${config.port}`, error));
   }
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+  const url = `http://${host}:${server.port}`;
   log.info({ url, port: server.port, database_backend: config.database.backend }, "listening");
   return {
     url,
     port: server.port ?? config.port,
     async stop() {
       await server.stop();
-      await reconciler?.stop();
-      await worker?.stop();
-      await evaluator?.close();
-      await probe?.stop();
-      await store.close();
+      await stopTasks();
       log.info("stopped");
     },
   };
