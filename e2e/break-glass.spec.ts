@@ -47,7 +47,7 @@ test("each refusal reason is explained beside the request it refused", async ({ 
   await expect(title(page)).toHaveText("1 of 1 owner set not yet approved");
   const explained: Record<string, [string, string]> = {
     stale_commit: ["sam", "after a push, override the new head again"],
-    short_reason: ["erin", "the reason has 10 visible characters; the organization requires at least 20"],
+    short_reason: ["erin", "the reason has 9 visible characters; the organization requires at least 20"], // "urgent fix": the space does not count
     author: ["pat", "The pull request's author can never override"],
     not_a_member: ["olga", "Only an active member of a team the organization's [break_glass] lists may override"],
     wrong_state: ["bob", "Only an approving review overrides"],

@@ -35,7 +35,7 @@ describe.each(BACKENDS)("shared heads in a repository with %s", (backend) => {
   const indexRows = async (harness: ServiceHarness) => {
     const store = openStore(harness.database.target);
     try {
-      return (await store.execute(() => all<{ pull_number: number; head_sha: string }>("select pull_number, head_sha from open_pull_requests order by pull_number")))
+      return (await store.execute(() => all<{ pull_number: number; head_sha: string }>("select pull_number, head_sha from open_pull_requests where closed = false order by pull_number")))
         .map((row) => [Number(row.pull_number), row.head_sha]);
     } finally {
       await store.close();
