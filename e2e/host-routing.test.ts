@@ -142,13 +142,13 @@ describe("routing under Elysia's other request handler", () => {
   });
 });
 
-/** The status line's code of one raw HTTP/1.1 request, for Host values a client library would not send. */
-function rawStatus(port: number, request: string): Promise<number> {
+/** The status line and body of one raw HTTP/1.1 request, for Host values a client library would not send. */
+function rawRequest(port: number, request: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1", () => socket.write(request));
     let received = "";
     socket.on("data", (chunk) => { received += chunk.toString("latin1"); });
-    socket.on("end", () => resolve(Number(received.match(/^HTTP\/1\.1 (\d{3})/)?.[1] ?? 0)));
+    socket.on("end", () => resolve({ status: Number(received.match(/^HTTP\/1\.1 (\d{3})/)?.[1] ?? 0), body: received.slice(received.indexOf("\r\n\r\n") + 4) }));
     socket.on("error", reject);
   });
 }
@@ -158,8 +158,8 @@ describe("a Host that is no address", () => {
     const port = Number(new URL(service.url).port);
     for (const host of ["", "user@a", "a/b", "a?b"]) {
       for (const path of ["/", "/metrics", "/health/live", "/setup", "/webhooks/forge"]) {
-        const status = await rawStatus(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
-        expect({ host, path, status }).toEqual({ host, path, status: 400 });
+        const { status, body } = await rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+        expect({ host, path, status, body }).toEqual({ host, path, status: 400, body: '{"error":"bad_host"}' });
       }
     }
   });

@@ -4,6 +4,7 @@ import type { WebhookDeps } from "../ingress/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { decisionsRoutes } from "./decisions-routes.ts";
+import { jsonResponse } from "./defensive-headers.ts";
 import { docsRoutes } from "./docs-routes.ts";
 import type { HealthSources } from "./health.ts";
 import { type BuildInfo, opsRoutes } from "./ops-routes.ts";
@@ -43,8 +44,6 @@ export function createApp(deps: AppDeps) {
     });
 }
 
-const BAD_HOST = JSON.stringify({ error: "bad_host" });
-
 /**
  * The listener's entry to the application (serve's fetch handler). Bun's listener serves plain HTTP and builds request.url
  * as "http://" + the Host it accepted + the path; the application's routing (see createApp) relies on exactly that shape.
@@ -52,8 +51,5 @@ const BAD_HOST = JSON.stringify({ error: "bad_host" });
  * such a request is refused with 400 on every route rather than routed or parsed by guesswork.
  */
 export function listenerFetch(app: { handle(request: Request): Response | Promise<Response> }): (request: Request) => Response | Promise<Response> {
-  return (request) =>
-    request.url.startsWith("http://")
-      ? app.handle(request)
-      : new Response(BAD_HOST, { status: 400, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+  return (request) => (request.url.startsWith("http://") ? app.handle(request) : jsonResponse({ error: "bad_host" }, 400));
 }
