@@ -65,9 +65,9 @@ export type DuplicateDelivery = { readonly headSha: string | null; readonly shar
 
 /**
  * Durable acceptance of a direct trigger: the delivery record, S(head) + 1 with the exact-head invalidation row, E(pull) + 1
- * with the evaluation row, the pull request's index row (upserted, or a closing's tombstone), and for a `synchronize` the invalidation row
- * of the head it left, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read it with
- * readDuplicateDelivery). It also answers the head's remembered check run.
+ * with the evaluation row, the pull request's index row (upserted, or a closing's tombstone), and for a `synchronize` the
+ * invalidation row of the head it left, all or nothing; a delivery ID already retained changes nothing (`duplicate`: read
+ * it with readDuplicateDelivery). It also answers the head's remembered check run.
  *
  * On PostgreSQL this is the webhook hot path and stays one statement sent alone (issue 26 item 8): no BEGIN, no COMMIT, no
  * reserved connection, one round trip pipelined with the other acceptances'. A write added to the acceptance goes into that
@@ -203,7 +203,7 @@ function acceptInOneStatement(input: DirectTrigger): Query {
         returning 1
       )`);
   }
-  // What the invalidation rows wait for: the index write, else the pull request's E.
+  // What the invalidation rows wait for: the index write (read through a count: true whatever it wrote), else the pull request's E.
   const afterPrevious = index !== null ? "(select count(*) from indexed) >= 0" : pull ? "exists (select 1 from pull)" : "true";
   const owner = $("owner", input.owner, "text");
   const name = $("name", input.name, "text");
