@@ -212,6 +212,9 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
     const where = { installation: ref.installationId, repository: ref.repositoryId };
     const indexListing = (): IndexListing => ({ installationId: ref.installationId, repositoryId: ref.repositoryId, listingId: newListingId(), startedAtMs: now(), lease: settings.lease });
     let listing = indexListing();
+    // When the last page handed over was done: the forge's reading asks for its next page (or, given up, its first page again)
+    // only after that, so it is no later than any page fetched since.
+    let pageDoneAtMs = listing.startedAtMs;
     let pass = 0;
     let listed = 0;
     let unchanged = 0;
@@ -222,9 +225,11 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
       outcome = await forge.streamOpenPullRequestItems(ref.installationId, ref.owner, ref.name, max, async (raw, at) => {
         interrupted();
         if (at.pass !== pass) {
-          // The pages told so far belong to a reading that was given up: the list is told again from its first page.
+          // The pages told so far belong to a reading that was given up: the list is told again from its first page. The new
+          // listing starts when that page may have been fetched, not now: a closing accepted in between left a tombstone the
+          // page must not overwrite (DESIGN 3.12), and a delivery's row written in between is newer than the page.
           pass = at.pass;
-          listing = indexListing();
+          listing = { ...indexListing(), startedAtMs: pageDoneAtMs };
           listed = 0;
           unchanged = 0;
         }
@@ -235,6 +240,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
         unchanged += done.unchanged;
         queued += done.queued;
         kept += done.kept;
+        pageDoneAtMs = now();
       }, { ...call, counter });
     } catch (error) {
       if (!(error instanceof PageProblem)) throw error;

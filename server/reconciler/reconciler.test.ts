@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
 import {
-  acquireElectionLease, all, migrateDatabase, one, openStore, readElectionLease, readEvaluations, recordEvaluation, recordMerge, recordPendingDecision, releaseElectionLease,
+  acceptDirectTrigger, acquireElectionLease, all, migrateDatabase, one, openStore, readIndexedOnHead, readElectionLease, readEvaluations, recordEvaluation, recordMerge, recordPendingDecision, releaseElectionLease,
   renewElectionLease, run, type Store,
 } from "../store/index.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
@@ -636,6 +636,34 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     const t = make(store, forge);
     expect(await t.reconciler.runOnce()).toMatchObject({ result: "success", pullRequests: 300, queued: 300 });
     expect(queuedWhenAsked).toEqual([0, 100, 200]);
+  });
+
+  test("a pull request closed after a restarted listing fetched its first page again does not come back into the index", async () => {
+    const store = await setup();
+    const clock = manualClock();
+    const close = (number: number, headSha: string) => store.execute(() => acceptDirectTrigger({
+      installationId: 1, repositoryId: 10, owner: "acme", name: "web", deliveryId: `close-${number}`, event: "pull_request", action: "closed",
+      pullNumber: number, headSha, now: clock.now(), index: { kind: "delete" },
+    }));
+    const forge: ReconcileForge = {
+      ...scriptedForge({}),
+      async streamOpenPullRequestItems(_installationId, _owner, _repo, _max, onPage) {
+        await onPage([pullItem(1, HEAD_A)], { pass: 0, page: 1 });
+        clock.advance(1_000);
+        // The list changed under the reading: it is read again from page 1, fetched now, naming #5 open; #5 closes (its
+        // delivery accepted) before the page is handed over.
+        const refetched = [pullItem(1, HEAD_A), pullItem(5, HEAD_B)];
+        clock.advance(1_000);
+        await close(5, HEAD_B);
+        clock.advance(1_000);
+        await onPage(refetched, { pass: 1, page: 1 });
+        return { complete: true, count: 2 };
+      },
+    };
+    const t = make(store, forge, { clock });
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "success" });
+    expect(await store.execute(() => readIndexedOnHead(10, HEAD_B))).toEqual([]);
+    expect(await store.execute(() => readIndexedOnHead(10, HEAD_A))).toEqual([1]);
   });
 
   test("open pull requests are bounded per installation: a repository is listed up to what the earlier ones left, and over it the scan is partial", async () => {
