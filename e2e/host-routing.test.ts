@@ -17,7 +17,7 @@ import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/si
 const SECRET = "host-routing-webhook-secret-0123456789abcdef";
 const REFERENCE_HOST = "approvals.example.com";
 /** Host lengths 1 to 6, with and without a port (":80" is the default port, which the listener drops from the URL). */
-const HOSTS = ["a", "gh", "svc", "app", "abcd", "proxy1", "a:80", "gh:80", "svc:80", "app:8080", "a:1", "abcde:9", "[::1]", "[::1]:80"];
+const HOSTS = ["a", "gh", "svc", "app", "abcd", "abcde", "proxy1", "a:80", "gh:80", "svc:80", "app:8080", "abcd:80", "abcde:9", "proxy1:80", "a:1", "[::1]", "[::1]:80"];
 
 let dir: string;
 let sim: ForgeSimulator;
