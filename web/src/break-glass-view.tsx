@@ -36,7 +36,7 @@ export function BreakGlassView({ decision }: { decision: Decision }) {
           <blockquote className="reason" aria-label="Reason given">{override.reason}</blockquote>
           <p className="muted">
             An override meets only the approval requirements. Incomplete evidence, a shared head or a repository that has not opted in still keep the check from
-            succeeding{decision.conclusion === "success" ? "" : ", which is why this one still fails"}. A push or a dismissal ends it.
+            succeeding{decision.conclusion === "success" ? "" : ", which is why this one does not succeed"}. A push or a dismissal ends it.
           </p>
         </div>
       ) : null}
