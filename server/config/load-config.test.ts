@@ -309,12 +309,36 @@ describe("setup mode", () => {
   test("enabled without a public URL fails", () => {
     expect(rejection({ ...SETUP, SERVICE_PUBLIC_URL: undefined }).variable).toBe("SERVICE_PUBLIC_URL");
   });
-  test("enabled with an http public URL fails", () => {
-    expect(rejection({ ...SETUP, SERVICE_PUBLIC_URL: "http://approvals.example.com" }).message).toMatch(/https/);
+  test("an http public URL on a host that is not loopback fails, naming the setting", () => {
+    for (const url of ["http://approvals.example.com", "http://10.0.0.1:8080", "http://[::2]:8080", "http://localhost.example.com", "http://127.0.0.1.nip.io"]) {
+      const error = rejection({ ...SETUP, SERVICE_PUBLIC_URL: url });
+      expect(error.variable).toBe("SERVICE_PUBLIC_URL");
+      expect(error.message).toMatch(/https/);
+    }
+  });
+  test("an http public URL on a loopback address loads (a browser on the same machine, a port-forward)", () => {
+    for (const [url, origin] of [["http://127.0.0.1:8080", "http://127.0.0.1:8080"], ["http://127.8.9.10", "http://127.8.9.10"], ["http://[::1]:8080", "http://[::1]:8080"], ["http://localhost:8080/", "http://localhost:8080"], ["http://LOCALHOST:9", "http://localhost:9"]]) {
+      expect(loadConfig({ ...SETUP, SERVICE_PUBLIC_URL: url }, io).setup).toMatchObject({ enabled: true, publicUrl: origin });
+    }
+  });
+  test("an http public URL on a loopback address loads in production too (it never leaves the machine)", () => {
+    expect(loadConfig({ ...PROD, ...SETUP, SERVICE_PUBLIC_URL: "http://127.0.0.1:8080" }, io).setup).toMatchObject({ publicUrl: "http://127.0.0.1:8080" });
   });
   for (const bad of ["https://approvals.example.com/app", "https://approvals.example.com/?a=1", "https://approvals.example.com/#x", "https://user:pw@approvals.example.com"]) {
     test(`a public URL that is not only an origin fails: ${bad.replace(/user:pw/, "user-info")}`, () => {
       expect(rejection({ ...SETUP, SERVICE_PUBLIC_URL: bad }).variable).toBe("SERVICE_PUBLIC_URL");
+    });
+  }
+  test("the setup URL defaults to the public URL", () => {
+    expect(loadConfig(SETUP, io).setup).toMatchObject({ publicUrl: "https://approvals.example.com", setupUrl: "https://approvals.example.com" });
+  });
+  test("a setup URL of its own may be plain http on a loopback address (a port-forward), the public URL staying the webhook's", () => {
+    const config = loadConfig({ ...PROD, ...SETUP, SERVICE_SETUP_URL: "http://127.0.0.1:8080" }, io);
+    expect(config.setup).toMatchObject({ publicUrl: "https://approvals.example.com", setupUrl: "http://127.0.0.1:8080" });
+  });
+  for (const bad of ["http://approvals.example.com", "http://192.168.1.5:8080", "https://127.0.0.1:8080/setup", "not a url"]) {
+    test(`a setup URL that is neither an https origin nor a loopback http origin fails, naming the setting: ${bad}`, () => {
+      expect(rejection({ ...SETUP, SERVICE_SETUP_URL: bad }).variable).toBe("SERVICE_SETUP_URL");
     });
   }
   test("enabled with a short state secret fails", () => {

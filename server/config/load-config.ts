@@ -64,7 +64,14 @@ export type Config = {
   readonly playgroundEnabled: boolean;
   readonly setup:
     | { readonly enabled: false }
-    | { readonly enabled: true; readonly publicUrl: string; readonly stateSecret: Uint8Array };
+    | {
+      readonly enabled: true;
+      /** Where the forge reaches the service: the App's homepage and webhook URL. */
+      readonly publicUrl: string;
+      /** Where the administrator's browser opens /setup and the forge sends it back (the App's callback URL). */
+      readonly setupUrl: string;
+      readonly stateSecret: Uint8Array;
+    };
 };
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -139,6 +146,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_PLAYGROUND_ENABLED",
   "SERVICE_SETUP_ENABLED",
   "SERVICE_PUBLIC_URL",
+  "SERVICE_SETUP_URL",
   "SERVICE_SETUP_STATE_SECRET",
   "SERVICE_SETUP_STATE_SECRET_FILE",
 ]);
@@ -309,7 +317,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   if (setupEnabled) {
     const publicUrlText = get("SERVICE_PUBLIC_URL");
     if (publicUrlText === undefined) throw new ConfigError("SERVICE_PUBLIC_URL", "is required when SERVICE_SETUP_ENABLED=true");
-    const publicUrl = parseOrigin("SERVICE_PUBLIC_URL", publicUrlText, true);
+    const publicUrl = parseSetupOrigin("SERVICE_PUBLIC_URL", publicUrlText);
+    const setupUrlText = get("SERVICE_SETUP_URL");
+    const setupUrl = setupUrlText === undefined ? publicUrl : parseSetupOrigin("SERVICE_SETUP_URL", setupUrlText);
     const stateText = get("SERVICE_SETUP_STATE_SECRET");
     const stateFileText = readSecretFile("SERVICE_SETUP_STATE_SECRET_FILE");
     if (stateText !== undefined && stateFileText !== undefined) {
@@ -323,7 +333,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     if (webhookSecret !== null && equalBytes(stateSecret, webhookSecret)) {
       throw new ConfigError(stateVariable, "must differ from the webhook secret");
     }
-    setup = { enabled: true, publicUrl, stateSecret };
+    setup = { enabled: true, publicUrl, setupUrl, stateSecret };
   }
   // Disabled: the public URL and the state secret are optional and not read (spec "Setup routes"); nothing uses them.
 
@@ -403,6 +413,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     playground_enabled: config.playgroundEnabled,
     setup_enabled: config.setup.enabled,
     public_url: config.setup.enabled ? config.setup.publicUrl : null,
+    setup_url: config.setup.enabled ? config.setup.setupUrl : null,
   };
 }
 
@@ -421,6 +432,24 @@ function parseOrigin(variable: string, text: string, requireHttps: boolean): str
     throw new ConfigError(variable, "must be an origin only (no path, query or fragment)");
   }
   return url.origin;
+}
+
+/**
+ * A setup origin: HTTPS, or plain HTTP on a loopback address (127.0.0.0/8, ::1, localhost), which never leaves the machine it
+ * is typed on: a trial on one machine, or a `kubectl port-forward` to a pod. A browser treats such an origin as secure, so the
+ * setup's `__Host-` cookie still works there.
+ */
+function parseSetupOrigin(variable: string, text: string): string {
+  const plainHttp = URL.canParse(text) && new URL(text).protocol === "http:";
+  if (plainHttp && !isLoopbackHost(new URL(text).hostname)) {
+    throw new ConfigError(variable, "must use https:// (plain http:// only on a loopback address: 127.0.0.1, [::1] or localhost)");
+  }
+  return parseOrigin(variable, text, !plainHttp);
+}
+
+/** `hostname` as the URL parser normalises it (lower case, IPv4 in dotted decimal, IPv6 in brackets). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}$/.test(hostname);
 }
 
 function boolean(env: Readonly<Record<string, string | undefined>>, name: string, fallback: boolean): boolean {

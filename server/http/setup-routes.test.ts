@@ -23,7 +23,7 @@ function capture() {
 
 function routes(options: { enabled?: boolean; exchange?: ExchangeCode; now?: () => number; log?: ReturnType<typeof createLogger> } = {}) {
   const config = {
-    setup: options.enabled === false ? { enabled: false as const } : { enabled: true as const, publicUrl: PUBLIC_URL, stateSecret: STATE_SECRET },
+    setup: options.enabled === false ? { enabled: false as const } : { enabled: true as const, publicUrl: PUBLIC_URL, setupUrl: PUBLIC_URL, stateSecret: STATE_SECRET },
     forge: { apiUrl: sim.url, webUrl: sim.url },
   } as unknown as Pick<Config, "setup" | "forge">;
   return setupRoutes({ config, ...(options.exchange ? { exchange: options.exchange } : {}), ...(options.now ? { now: options.now } : {}), ...(options.log ? { log: options.log } : {}) });

@@ -20,7 +20,7 @@ import { completePage, errorPage, setupPage, successPage } from "./pages.ts";
 import { SETUP_STATE_LIFETIME_SECONDS, setupStateAudience, signSetupState, verifySetupState } from "./state.ts";
 import type { UsedStates } from "./used-states.ts";
 
-export type SetupMode = { readonly enabled: false } | { readonly enabled: true; readonly publicUrl: string; readonly stateSecret: Uint8Array };
+export type SetupMode = { readonly enabled: false } | { readonly enabled: true; readonly publicUrl: string; readonly setupUrl: string; readonly stateSecret: Uint8Array };
 
 export interface SetupDeps {
   readonly setup: SetupMode;
@@ -54,8 +54,8 @@ export function handleSetup(deps: SetupDeps, url: URL): Response {
   }
   const org = organization[0] ? organization[0] : null;
   const nonce = newSetupNonce();
-  const state = signSetupState(deps.setup.stateSecret, setupStateAudience(deps.setup.publicUrl), deps.now(), { nonceHash: nonce.hash, organization: org });
-  const response = setupPage({ manifest: buildManifest(deps.setup.publicUrl, org), action: creationUrl(deps.forgeWebUrl, org, state), organization: org, forgeWebUrl: deps.forgeWebUrl });
+  const state = signSetupState(deps.setup.stateSecret, setupStateAudience(deps.setup.setupUrl), deps.now(), { nonceHash: nonce.hash, organization: org });
+  const response = setupPage({ manifest: buildManifest(deps.setup, org), action: creationUrl(deps.forgeWebUrl, org, state), organization: org, forgeWebUrl: deps.forgeWebUrl });
   response.headers.append("set-cookie", setupNonceCookie(nonce.nonce, SETUP_STATE_LIFETIME_SECONDS));
   return response;
 }
@@ -87,7 +87,7 @@ export async function handleCallback(deps: SetupDeps, request: Request): Promise
     outcome("malformed_query");
     return errorPage(400, "Malformed request", "The address carries more than one code or state. Start the setup again.");
   }
-  const check = verifySetupState(deps.setup.stateSecret, state, setupStateAudience(deps.setup.publicUrl), deps.now());
+  const check = verifySetupState(deps.setup.stateSecret, state, setupStateAudience(deps.setup.setupUrl), deps.now());
   if (!check.ok) {
     outcome(`state_${check.reason}`);
     const message = check.reason === "expired"

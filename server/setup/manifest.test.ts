@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { appName, buildManifest, creationUrl, isOrganizationLogin, SETUP_EVENTS, SETUP_PERMISSIONS } from "./manifest.ts";
 
 test("the manifest has exactly the spec's permissions, events, webhook and redirect URLs, and is private", () => {
-  const m = buildManifest("https://approvals.example.com", "acme");
+  const m = buildManifest({ publicUrl: "https://approvals.example.com", setupUrl: "https://approvals.example.com" }, "acme");
   expect(m.public).toBe(false);
   expect(m.default_permissions).toEqual({ checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" });
   expect(m.default_events).toEqual([
@@ -11,6 +11,13 @@ test("the manifest has exactly the spec's permissions, events, webhook and redir
   expect(m.hook_attributes).toEqual({ url: "https://approvals.example.com/webhooks/forge", active: true });
   expect(m.redirect_url).toBe("https://approvals.example.com/setup/callback");
   expect(m.url).toBe("https://approvals.example.com");
+});
+
+test("set up through a port-forward, the forge still gets the public webhook URL and sends the browser back to the loopback one", () => {
+  const m = buildManifest({ publicUrl: "https://approvals.example.com", setupUrl: "http://127.0.0.1:8080" }, "acme");
+  expect(m.hook_attributes).toEqual({ url: "https://approvals.example.com/webhooks/forge", active: true });
+  expect(m.url).toBe("https://approvals.example.com");
+  expect(m.redirect_url).toBe("http://127.0.0.1:8080/setup/callback");
 });
 
 test("no Actions, Administration, Issues, Workflows or Pull requests write", () => {

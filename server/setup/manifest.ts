@@ -45,15 +45,18 @@ export function appName(organization: string | null): string {
   return named.length <= MAX_APP_NAME ? named : DEFAULT_APP_NAME;
 }
 
-/** The manifest for this service at `publicUrl` (an HTTPS origin, validated by configuration). */
-export function buildManifest(publicUrl: string, organization: string | null): AppManifest {
-  const origin = publicUrl.replace(/\/+$/, "");
+/**
+ * The manifest for this service: the forge reaches it at `publicUrl` (homepage and webhook), the administrator's browser at
+ * `setupUrl` (the callback). Both are origins validated by configuration: HTTPS, or plain HTTP on a loopback address.
+ */
+export function buildManifest(urls: { readonly publicUrl: string; readonly setupUrl: string }, organization: string | null): AppManifest {
+  const origin = urls.publicUrl.replace(/\/+$/, "");
   return {
     name: appName(organization),
     url: origin,
     description: "Decides whether a pull request may merge with respect to code-owner approval and publishes a check run on the exact head commit.",
     hook_attributes: { url: `${origin}/webhooks/forge`, active: true },
-    redirect_url: `${origin}/setup/callback`,
+    redirect_url: `${urls.setupUrl.replace(/\/+$/, "")}/setup/callback`,
     public: false,
     default_permissions: { ...SETUP_PERMISSIONS },
     default_events: [...SETUP_EVENTS],
