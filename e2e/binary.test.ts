@@ -224,20 +224,3 @@ describe("build revision", () => {
     }
   });
 });
-
-describe("demo", () => {
-  test("the demo walks a pull request through fail, approve, success, new commit, fail, approve, success and exits with --once", () => {
-    const result = runBinary(["demo", "--once"], { SERVICE_PORT: "0" });
-    expect(result.exitCode).toBe(0);
-    const verdicts = [...result.stdout.matchAll(/completed → (SUCCESS|FAILURE)/g)].map((m) => m[1]);
-    expect(verdicts).toEqual(["FAILURE", "FAILURE", "SUCCESS", "FAILURE", "SUCCESS"]);
-    expect(result.stdout).toContain("Demo complete");
-    expect(result.stdout).toContain("in_progress");
-    // The README's excerpt of this output ("Try it in one minute") shows lines the demo prints (commit IDs aside).
-    const readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8");
-    const excerpt = /## Try it in one minute[\s\S]*?```text\n([\s\S]*?)```/.exec(readme)![1]!;
-    const normal = (line: string) => line.trim().replace(/\b[0-9a-f]{7}\b/g, "<commit>");
-    const printed = new Set(result.stdout.split("\n").map(normal));
-    expect(excerpt.split("\n").map(normal).filter((line) => line !== "" && !printed.has(line))).toEqual([]);
-  }, 60_000);
-});

@@ -70,7 +70,7 @@ export const COMMANDS: readonly CommandHelp[] = [
   },
   {
     name: ["demo"], synopsis: "service demo [--once]",
-    summary: "run the service on a fresh embedded database against the built-in forge simulator and walk one pull request through fail → approve → success → new commit → fail → approve → success; --once exits after the walk-through",
+    summary: "run the service on a fresh embedded database against the built-in forge simulator, walk one pull request through fail → approve → success → new commit → fail → approve → success → merge, merge a second one without approval, and print the service history commands (with the database, kept after exit) and the decisions page; --once exits after the walk-through",
     exitCodes: [[0, "the walk-through completed (with --once), or stopped by Ctrl-C"], [1, "the walk-through failed"]],
   },
   { name: ["--version"], synopsis: "service --version", summary: "print the application version", exitCodes: [[0, "printed"]] },

@@ -17,7 +17,11 @@ export class ControlError extends Error {
   constructor(readonly status: number, message: string) { super(message); }
 }
 
-export interface ControlOptions { baseUrl: () => string; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number; webhookNeutralHeaders?: boolean | undefined }
+export interface ControlOptions {
+  baseUrl: () => string; webhookUrl?: string; webhookSecret?: string; webhookTimeoutMs?: number; webhookNeutralHeaders?: boolean | undefined;
+  /** The forge's clock follows the real one (the demo, a local trial), so its times read in order with the service's. */
+  realClock?: boolean;
+}
 
 export class SimulatorControl {
   readonly deliveries: WebhookDelivery[] = [];
@@ -33,7 +37,14 @@ export class SimulatorControl {
 
   constructor(readonly state: ForgeState, private readonly options: ControlOptions) {}
 
-  now(): string { this.clock += 1000; return new Date(this.clock).toISOString(); }
+  /**
+   * The forge's time of the next event, strictly later than the one before: by default one second after it from a fixed start
+   * (tests read the same times every run); with `realClock`, the real time (one millisecond on when two events share one).
+   */
+  now(): string {
+    this.clock = this.options.realClock ? Math.max(Date.now(), this.clock + 1) : this.clock + 1000;
+    return new Date(this.clock).toISOString();
+  }
 
   /** Sets the commit-pulls lag (ms) for pull requests opened or moved from now on. */
   setCommitPullsLag(args: { ms: number }): void {

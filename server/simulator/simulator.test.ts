@@ -304,3 +304,26 @@ describe("pull requests of a commit", () => {
     expect(() => sim.control.setCommitPullsLag({ ms: -1 })).toThrow();
   });
 });
+
+describe("the forge's clock", () => {
+  test("by default starts at a fixed time and steps one second per event (the same times every run)", async () => {
+    const fixed = startForgeSimulator();
+    try {
+      expect([fixed.control.now(), fixed.control.now()]).toEqual(["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z"]);
+    } finally {
+      await fixed.stop();
+    }
+  });
+  test("with realClock follows the real time, each event strictly later than the one before", async () => {
+    const real = startForgeSimulator({ realClock: true });
+    try {
+      const before = Date.now();
+      const times = Array.from({ length: 50 }, () => Date.parse(real.control.now()));
+      expect(times[0]!).toBeGreaterThanOrEqual(before);
+      expect(times.at(-1)!).toBeLessThan(Date.now() + 1000);
+      for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!);
+    } finally {
+      await real.stop();
+    }
+  });
+});

@@ -23,6 +23,8 @@ export interface ForgeSimulatorOptions {
   webhookNeutralHeaders?: boolean;
   /** The clock of the primary rate limits (rate-limits.ts); wall-clock time when absent. */
   rateLimitClock?: () => number;
+  /** The forge's event times follow the real clock instead of a fixed start (control.ts `now`). */
+  realClock?: boolean;
 }
 
 export interface ForgeSimulator {
@@ -73,7 +75,7 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
   const counter = new RequestCounter();
   const tokenRequests: TokenRequest[] = [];
   let base = "";
-  const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs, webhookNeutralHeaders: options.webhookNeutralHeaders });
+  const control = new SimulatorControl(state, { baseUrl: () => base, webhookUrl: options.webhookUrl, webhookSecret: options.webhookSecret, webhookTimeoutMs: options.webhookTimeoutMs, webhookNeutralHeaders: options.webhookNeutralHeaders, realClock: options.realClock });
   const pending = new Set<Promise<unknown>>();
 
   const server = Bun.serve({
