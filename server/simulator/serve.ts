@@ -1,10 +1,35 @@
 // Runs the forge simulator as a process (demo, Playwright, benchmarks):
 //   bun server/simulator/serve.ts [--port N] [--webhook-url URL] [--webhook-secret-file PATH]
-//                          [--seed --app-private-key-file PATH [--app-id N] [--extra-pull-requests N]]
+//                          [--seed --app-private-key-file PATH [--app-id N] [--extra-pull-requests N]] [--trial]
+// --trial: a forge to rehearse the App setup on (docs/getting-started.md), its clock the real one: see seedTrial.
 // Prints one JSON line: { url } (plus the seeded scenario's IDs with --seed), then serves until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";
 import { createScenario } from "./scenario.ts";
-import { startForgeSimulator } from "./simulator.ts";
+import { type ForgeSimulator, startForgeSimulator } from "./simulator.ts";
+
+/**
+ * The trial forge: organization `acme` (alice and bob active members with write access) and its repository `acme/web`, opted in
+ * with `* @alice` as CODEOWNERS, and a branch `feature` by bob ready to become a pull request. An App created on the forge's
+ * creation page for `acme` is installed on it at once, as if its administrator had pressed "Install".
+ */
+export async function seedTrial(sim: ForgeSimulator): Promise<void> {
+  const c = sim.control;
+  const org = "acme";
+  c.createOrganization({ login: org });
+  for (const login of ["alice", "bob"]) {
+    c.createUser({ login });
+    await c.setOrgMembership({ org, user: login, state: "active" });
+  }
+  c.createRepository({ owner: org, name: "web", files: { ".forge/CODEOWNERS": "* @alice\n", ".forge/service-policy.toml": "schema_version = 1\nenabled = true\n", "README.md": "# web\n" } });
+  for (const login of ["alice", "bob"]) await c.setCollaborator({ owner: org, repo: "web", user: login, permission: "write" });
+  await c.commit({ owner: org, repo: "web", branch: "feature", files: { "src/index.ts": "export const feature = true;\n" }, sender: "bob" });
+  const createApp = c.createApp.bind(c);
+  c.createApp = (args) => {
+    const app = createApp(args);
+    if (args.owner === org) c.createInstallation({ appId: app.id, account: org });
+    return app;
+  };
+}
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -17,7 +42,9 @@ export async function main(args: string[]): Promise<void> {
     port: Number(option(args, "--port") ?? 0),
     webhookUrl: option(args, "--webhook-url"),
     webhookSecret: secretFile ? readFileSync(secretFile, "utf8").trim() : undefined,
+    realClock: args.includes("--trial"),
   });
+  if (args.includes("--trial")) await seedTrial(sim);
   let seeded: Record<string, unknown> = {};
   if (args.includes("--seed")) {
     const keyFile = option(args, "--app-private-key-file");
