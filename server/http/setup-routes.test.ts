@@ -5,7 +5,7 @@ import { mintAppJwt } from "../simulator/scenario.ts";
 import type { Config } from "../config/index.ts";
 import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";
-import { createExchange, type ExchangeCode, newSetupNonce, SETUP_NONCE_COOKIE, setupStateAudience, signSetupState } from "../setup/index.ts";
+import { createExchange, type ExchangeCode, newSetupNonce, SETUP_NONCE_COOKIE, setupStateAudience, signSetupState, verifySetupState } from "../setup/index.ts";
 import { setupRoutes } from "./setup-routes.ts";
 
 const PUBLIC_URL = "https://approvals.example.com";
@@ -21,9 +21,9 @@ function capture() {
   return { lines, log: createLogger("trace", { write: (line: string) => { lines.push(line); } }) };
 }
 
-function routes(options: { enabled?: boolean; exchange?: ExchangeCode; now?: () => number; log?: ReturnType<typeof createLogger> } = {}) {
+function routes(options: { enabled?: boolean; exchange?: ExchangeCode; now?: () => number; log?: ReturnType<typeof createLogger>; setupUrl?: string } = {}) {
   const config = {
-    setup: options.enabled === false ? { enabled: false as const } : { enabled: true as const, publicUrl: PUBLIC_URL, setupUrl: PUBLIC_URL, stateSecret: STATE_SECRET },
+    setup: options.enabled === false ? { enabled: false as const } : { enabled: true as const, publicUrl: PUBLIC_URL, setupUrl: options.setupUrl ?? PUBLIC_URL, stateSecret: STATE_SECRET },
     forge: { apiUrl: sim.url, webUrl: sim.url },
   } as unknown as Pick<Config, "setup" | "forge">;
   return setupRoutes({ config, ...(options.exchange ? { exchange: options.exchange } : {}), ...(options.now ? { now: options.now } : {}), ...(options.log ? { log: options.log } : {}) });
@@ -246,6 +246,19 @@ describe("spec error table: setup rows", () => {
       expect(response.status).toBe(404);
       expect(await response.json()).toEqual({ error: "not_found" });
     }
+  });
+});
+
+describe("setup through a port-forward (a setup URL of its own)", () => {
+  test("the state is signed for the setup URL's callback: one signed for the public URL's callback is refused", async () => {
+    const app = routes({ setupUrl: "http://127.0.0.1:8080" });
+    const started = await startSetup(app, "acme");
+    expect(verifySetupState(STATE_SECRET, started.state, setupStateAudience("http://127.0.0.1:8080"), Date.now()).ok).toBe(true);
+    expect(verifySetupState(STATE_SECRET, started.state, setupStateAudience(PUBLIC_URL), Date.now())).toEqual({ ok: false, reason: "audience" });
+    const forPublic = signedSetup(Date.now(), "acme", STATE_SECRET, PUBLIC_URL);
+    const refused = await get(app, `/setup/callback?${query({ code: "unused-code", state: forPublic.state })}`, forPublic.cookie);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain("Invalid setup state");
   });
 });
 
