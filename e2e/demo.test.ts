@@ -43,14 +43,16 @@ afterAll(() => {
   if (dataDir.startsWith("/tmp/service-demo-")) rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** What varies between runs: SHAs, times, loopback ports, the temporary directory. */
+/** What varies between runs: SHAs, times, loopback ports, the temporary directory, decision record numbers (a closed pull
+ *  request's check is evaluated once more after its merge, in the background). */
 const normal = (text: string) =>
   text
     .replace(/\b[0-9a-f]{40}\b/g, "<sha>")
     .replace(/\b[0-9a-f]{7}\b(…?)/g, "<short-sha>$1")
     .replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\b/g, "<time>")
     .replace(/http:\/\/127\.0\.0\.1:\d+/g, "http://127.0.0.1:<port>")
-    .replace(/\/tmp\/service-demo-[A-Za-z0-9]+/g, "<dir>");
+    .replace(/\/tmp\/service-demo-[A-Za-z0-9]+/g, "<dir>")
+    .replace(/\(d\d+\)/g, "(<decision>)");
 
 test("the README's example output is what the demo prints", () => {
   const block = fences(join(ROOT, "README.md")).find((f) => f.info === "text demo-output");

@@ -83,9 +83,15 @@ export async function runDemo(args: string[], env: Record<string, string | undef
       }
     };
     // A merge is recorded when the service accepts the forge's `closed` delivery. It is printed as `service history --commit`
-    // prints it: who merged what, and whether a success of the service was current for the head at merge.
+    // prints it: who merged what, and whether a success of the service was current for the head at merge. The delivery also
+    // has the closed pull request's check evaluated once more; the next step waits for that (a few seconds at most), so that
+    // the records are numbered the same every run.
     const merge = async (number: number, by: string): Promise<string> => {
-      const sha = (await sim.control.mergePullRequest({ ...repo, number, by })).merged!.commitSha;
+      const merged = await sim.control.mergePullRequest({ ...repo, number, by });
+      const sha = merged.merged!.commitSha;
+      const settled = Date.now() + 5_000;
+      while (!transitions.some((t, i) => i >= seen && t.headSha === merged.headSha && t.status === "completed") && Date.now() < settled) await Bun.sleep(25);
+      seen = transitions.length;
       const lines: string[] = [];
       const read = (line: string) => void lines.push(line);
       const deadline = Date.now() + 20_000;
