@@ -15,10 +15,11 @@ import { type RunningService, startService } from "./serve.ts";
 /**
  * `service demo`: the service on a fresh embedded database, against the forge simulator (in this process, its clock the real
  * one), walking one pull request through failure → owner approval → success → new commit → failure → approval of the new head →
- * success → merge, then merging a second pull request without approval, printing each check-run transition and each merge as
- * the service recorded it. It ends with the `service history` commands that read the story back from its database (kept after
+ * success → merge, then merging a second pull request without approval, printing each completed check and each merge as the
+ * service recorded it. It ends with the `service history` commands that read the story back from its database (kept after
  * exit) and the decisions page's address. Then both keep running, URLs printed, until interrupted (or exit at once with --once).
  */
+const DEMO_REPOSITORY = "acme/web"; // createScenario's
 type Out = { stdout: (line: string) => void; stderr: (line: string) => void };
 
 export async function runDemo(args: string[], env: Record<string, string | undefined>, out: Out): Promise<number> {
@@ -64,7 +65,6 @@ export async function runDemo(args: string[], env: Record<string, string | undef
     // The second pull request's branch, pushed before the story starts (before the service receives deliveries).
     await sim.control.commit({ ...repo, branch: "hotfix", files: { "src/hotfix.ts": "export const hotfix = true;\n" }, sender: "erin" });
     sim.control.mustApp(scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
-
 
     let seen = 0;
     // Each step waits for a new completed check on that head (not an earlier one) and prints it, so the story reads the same
@@ -129,20 +129,21 @@ export async function runDemo(args: string[], env: Record<string, string | undef
     await expectCheck(second.headSha, "failure");
     const unapprovedMerge = await merge(second.number, "dave");
 
-    const history = `SERVICE_DATABASE_URL=${databaseUrl} dist/service history --repository ${repo.owner}/${repo.repo}`;
+    const history = `SERVICE_DATABASE_URL=${databaseUrl} dist/service history --repository ${DEMO_REPOSITORY}`;
     out.stdout(`Why did each commit merge? Ask the demo's database (kept after the demo):`);
     out.stdout(`  ${history} --commit ${approvedMerge}`);
     out.stdout(`  ${history} --commit ${unapprovedMerge}`);
   } catch (error) {
     out.stderr(`demo failed: ${(error as Error).message}`);
     await stopAll();
+    rmSync(dataDir, { recursive: true, force: true });
     return EXIT_FAILURE;
   }
   if (once) {
     await stopAll();
     return EXIT_OK;
   }
-  out.stdout(`Decisions page: ${service!.url}/decisions/?repository=acme/web; the service (${service!.url}/api/docs, /metrics) and the forge simulator (${sim.url}) run until Ctrl-C.`);
+  out.stdout(`Decisions page: ${service!.url}/decisions/?repository=${DEMO_REPOSITORY}; the service (${service!.url}/api/docs, /metrics) and the forge simulator (${sim.url}) run until Ctrl-C.`);
   return new Promise<number>((resolve) => {
     const stop = () => void stopAll().then(() => resolve(EXIT_OK));
     process.once("SIGINT", stop);
