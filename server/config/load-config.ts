@@ -440,8 +440,9 @@ function parseOrigin(variable: string, text: string, requireHttps: boolean): str
  * setup's `__Host-` cookie still works there.
  */
 function parseSetupOrigin(variable: string, text: string): string {
-  const plainHttp = URL.canParse(text) && new URL(text).protocol === "http:";
-  if (plainHttp && !isLoopbackHost(new URL(text).hostname)) {
+  const url = URL.canParse(text) ? new URL(text) : null;
+  const plainHttp = url?.protocol === "http:";
+  if (plainHttp && !isLoopbackHost(url!.hostname)) {
     throw new ConfigError(variable, "must use https:// (plain http:// only on a loopback address: 127.0.0.1, [::1] or localhost)");
   }
   return parseOrigin(variable, text, !plainHttp);
