@@ -13,6 +13,8 @@ missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The setup rehearsal of docs/getting-started.md (e2e/setup-trial.spec.ts runs its commands) uses curl.
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 # promtool checks and unit-tests deploy/prometheus/alerts.yaml (e2e/deploy/prometheus.test.ts fails without it).
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
