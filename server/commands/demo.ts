@@ -117,14 +117,13 @@ export async function runDemo(args: string[], env: Record<string, string | undef
     out.stdout(`4. erin pushes another commit: approvals of the older head stop counting`);
     const { sha: head2 } = await sim.control.pushToPullRequest({ ...pr, files: { "src/feature.ts": "export const feature = 2;\n" } });
     await expectCheck(head2, "failure");
-    out.stdout(`5. alice approves the new head, then bob`);
+    out.stdout(`5. alice approves the new head, then bob; alice merges #${pr.number}`);
     await sim.control.submitReview({ ...pr, user: "alice", state: "APPROVED" });
     await expectCheck(head2, "failure");
     await sim.control.submitReview({ ...pr, user: "bob", state: "APPROVED" });
     await expectCheck(head2, "success");
-    out.stdout(`6. alice merges #${pr.number}`);
     const approvedMerge = await merge(pr.number, "alice");
-    out.stdout(`7. erin opens acme/web#${pr.number + 1} (src/hotfix.ts); nobody approves it, and dave, an administrator, merges it past the required check`);
+    out.stdout(`6. erin opens acme/web#${pr.number + 1} (src/hotfix.ts); nobody approves it, and dave, an administrator, merges it past the required check`);
     const second = await sim.control.openPullRequest({ ...repo, head: "hotfix", author: "erin", title: "Hotfix" });
     await expectCheck(second.headSha, "failure");
     const unapprovedMerge = await merge(second.number, "dave");
