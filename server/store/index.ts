@@ -14,3 +14,4 @@ export * from "./ops/open-pull-index.ts";
 export * from "./authority-subjects.ts";
 export * from "./ops/record-ops.ts";
 export * from "./ops/history-ops.ts";
+export * from "./ops/merge-group-ops.ts";

@@ -28,8 +28,10 @@ import type { Op, OpOptions } from "./op.ts";
  *      upsert, re-checking the row as committed, leaves a tombstone newer than its listing's start alone, so a page fetched
  *      before the closing never brings the pull request back. Tombstones go with the index: a later complete listing that
  *      does not see them, or pruning by seen_hour;
+ *  4b. `merge_groups` (migration 0012), by repository and group head: written by a `merge_group` acceptance after its group
+ *      head's `head_generations` row (3) and before its work row (5) (ops/merge-group-ops.ts); the worker only reads it;
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
- *      evaluation), then by key (head, repository, base ref, pull request number);
+ *      evaluation and merge group), then by key (head, repository, base ref, pull request number, group head);
  *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);
  *   7. `head_checks`, by repository and head: the managed check's ID and published digest. Mostly written by one-statement
  *      operations alone (the worker writes `head_checks` while it holds the publication guards: no transaction holding

@@ -1,0 +1,113 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { BACKENDS, createTestDatabase, openMigratedStore, type TestDatabase } from "../../e2e/support/databases.ts";
+import { Database } from "bun:sqlite";
+import { checksum } from "./migrations.ts";
+import { acceptMergeGroupDestroyed, acceptMergeGroupRequest, all, claimNext, migrateDatabase, MIGRATIONS, openStore, readMergeGroup, type Store } from "./index.ts";
+
+/** Merge-group acceptance (migration 0012): durable, fenced like a head, one live row per group, cancelled by `destroyed`. */
+const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
+const group = { headSha: "a".repeat(40), headRef: "refs/heads/gh-readonly-queue/main/pr-1-" + "b".repeat(40), baseRef: "main", baseSha: "b".repeat(40) };
+
+describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+  const request = (deliveryId: string, now = 1000, g = group) => store.execute(() => acceptMergeGroupRequest({ ...repo, deliveryId, action: "checks_requested", group: g, now }));
+  const destroy = (deliveryId: string, reason: string | null, now = 2000) => store.execute(() => acceptMergeGroupDestroyed({ ...repo, deliveryId, action: "destroyed", group, reason, now }));
+  const jobs = () => store.execute(function* () {
+    return yield* all<{ kind: string; head_sha: string; base_ref: string; shared_generation: number; merges: number; state: string }>(
+      "select kind, head_sha, base_ref, shared_generation, merges, state from jobs order by id",
+    );
+  });
+  const fences = () => store.execute(function* () {
+    return yield* all<{ shared_generation: number; invalidated_generation: number; check_untried: number }>("select shared_generation, invalidated_generation, check_untried from head_generations where head_sha = $1", group.headSha);
+  });
+
+  test("checks_requested records the group and queues one merge_group row at the group head's new generation", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    expect(await request("d1")).toEqual({ kind: "queued", sharedGeneration: 1 });
+    expect((await jobs()).map((j) => ({ ...j, shared_generation: Number(j.shared_generation) }))).toEqual([{ kind: "merge_group", head_sha: group.headSha, base_ref: "main", shared_generation: 1, merges: 0, state: "pending" }]);
+    expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toEqual({
+      installationId: 9, repositoryId: 300, headSha: group.headSha, headRef: group.headRef, baseRef: "main", baseSha: group.baseSha, state: "queued", destroyedReason: null, requestedAtMs: 1000,
+    });
+    // No fast path resets a group's check: the acceptance keeps I = S, and the head has never had a check created.
+    expect((await fences()).map((f) => [Number(f.shared_generation), Number(f.invalidated_generation), Number(f.check_untried)])).toEqual([[1, 1, 1]]);
+  });
+
+  test("a redelivered checks_requested changes nothing; another request for the same group merges into its live row", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    expect(await request("d1", 1500)).toEqual({ kind: "duplicate" });
+    expect((await jobs())[0]!.merges).toBe(0);
+    expect(await request("d2", 1600)).toEqual({ kind: "queued", sharedGeneration: 2 });
+    const rows = await jobs();
+    expect(rows).toHaveLength(1);
+    expect([Number(rows[0]!.shared_generation), rows[0]!.merges]).toEqual([2, 1]);
+  });
+
+  test("destroyed cancels the pending row, advances the group head's generation and records why", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    expect(await destroy("x1", "dequeued")).toBe(true);
+    expect(await jobs()).toEqual([]);
+    expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ state: "destroyed", destroyedReason: "dequeued" });
+    expect(Number((await fences())[0]!.shared_generation)).toBe(2);
+    expect(await destroy("x1", "dequeued")).toBe(false);
+  });
+
+  test("a group being judged is not taken from its worker by destroyed; the advanced generation fences its publication", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    const claimed = await store.execute(() => claimNext("w/1", 5000, 30_000));
+    expect(claimed).toMatchObject({ kind: "merge_group", head_sha: group.headSha, shared_generation: 1 });
+    await destroy("x1", "merged", 5001);
+    expect((await jobs()).map((j) => j.state)).toEqual(["leased"]);
+    expect(Number((await fences())[0]!.shared_generation)).toBe(2);
+  });
+
+  test("a destroyed group's late checks_requested queues nothing; an unknown reason is kept as none", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    expect(await destroy("x1", "exploded")).toBe(true);
+    expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ state: "destroyed", destroyedReason: null, baseRef: "main" });
+    expect(await request("d1", 3000)).toEqual({ kind: "destroyed" });
+    expect(await jobs()).toEqual([]);
+  });
+
+  test("two groups of one repository are two rows", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    await request("d2", 1000, { ...group, headSha: "c".repeat(40), baseSha: group.headSha });
+    expect((await jobs()).map((j) => j.head_sha)).toEqual([group.headSha, "c".repeat(40)]);
+  });
+});
+
+test("migration 0012 keeps the work rows and the id sequence of an existing SQLite database", async () => {
+  const database = await createTestDatabase("sqlite");
+  try {
+    // The database as the release before 0012 left it: every earlier migration applied, with a job deleted (the sequence moved on).
+    if (database.target.backend !== "sqlite") throw new Error("a SQLite database");
+    const db = new Database(database.target.path, { create: true });
+    for (const migration of MIGRATIONS.filter((m) => m.version < 12)) {
+      db.run(migration.sqlite);
+      db.query("insert into service_migrations (version, name, checksum, applied_at_ms) values (?, ?, ?, 1)").run(migration.version, migration.name, checksum(migration.sqlite));
+    }
+    db.run(`insert into jobs (kind, priority, installation_id, repository_id, pull_number, head_sha, run_at_ms, created_at_ms, updated_at_ms, background, authority_subjects)
+      values ('evaluation', 4, 9, 300, 7, '${"d".repeat(40)}', 1, 1, 1, 1, 'user:alice\n')`);
+    db.run("insert into jobs (kind, priority, installation_id, run_at_ms, created_at_ms, updated_at_ms) values ('installation_fanout', 1, 9, 1, 1, 1)");
+    db.run("delete from jobs where kind = 'installation_fanout'");
+    db.close();
+    await migrateDatabase(database.target, 1);
+    const after = openStore(database.target);
+    const rows = await after.execute(function* () {
+      yield* all(`insert into jobs (kind, priority, installation_id, run_at_ms, created_at_ms, updated_at_ms) values ('installation_fanout', 1, 9, 1, 1, 1)`);
+      return yield* all<{ id: number; kind: string; background: number; authority_subjects: string | null }>("select id, kind, background, authority_subjects from jobs order by id");
+    });
+    await after.close();
+    expect(rows).toEqual([{ id: 1, kind: "evaluation", background: 1, authority_subjects: "user:alice\n" }, { id: 3, kind: "installation_fanout", background: 0, authority_subjects: null }]);
+  } finally {
+    await database.drop();
+  }
+});
