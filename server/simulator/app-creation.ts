@@ -20,11 +20,11 @@ export const EVENT_PERMISSIONS: Readonly<Record<string, string | null>> = {
   check_run: "checks", check_suite: "checks", installation_target: null, label: "metadata", member: "members",
   membership: "members", organization: "members", pull_request: "pull_requests", pull_request_review: "pull_requests",
   pull_request_review_comment: "pull_requests", push: "contents", repository: "metadata", team: "members", team_add: "members",
-  status: "statuses", issues: "issues", issue_comment: "issues", workflow_run: "actions", workflow_job: "actions",
+  status: "statuses", merge_group: "merge_queues", issues: "issues", issue_comment: "issues", workflow_run: "actions", workflow_job: "actions",
 };
 export const KNOWN_PERMISSIONS = new Set([
   "actions", "administration", "checks", "contents", "deployments", "environments", "issues", "metadata", "packages", "pages",
-  "pull_requests", "repository_hooks", "repository_projects", "secret_scanning_alerts", "secrets", "security_events",
+  "pull_requests", "merge_queues", "repository_hooks", "repository_projects", "secret_scanning_alerts", "secrets", "security_events",
   "single_file", "statuses", "vulnerability_alerts", "workflows", "members", "organization_administration", "organization_hooks",
 ]);
 const MANIFEST_KEYS = new Set([

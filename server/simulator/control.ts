@@ -7,7 +7,8 @@ import {
   ForgeState, type Account, type CheckRun, type ForgeApp, type Installation, type PullRequest, type RepoPermission,
   type Repository, type Review, type Team, type TeamRepoPermission,
 } from "./model.ts";
-import { appJson, checkRunJson, installationJson, mergedJson, pullJson, repositoryJson, reviewJson, teamJson, userJson } from "./shapes.ts";
+import { appJson, checkRunJson, installationJson, mergedJson, organizationJson, pullJson, repositoryJson, reviewJson, teamJson, userJson } from "./shapes.ts";
+import { MergeQueues } from "./merge-queue.ts";
 import { deliverWebhook, type WebhookDelivery } from "./webhooks.ts";
 
 export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
@@ -35,7 +36,12 @@ export class SimulatorControl {
   /** Per pull request ID: when (Date.now()) its current head's commit-pulls list shows it; absent: already. */
   readonly commitPullsVisibleAt = new Map<number, number>();
 
-  constructor(readonly state: ForgeState, private readonly options: ControlOptions) {}
+  /** The merge queues of the repositories' branches (merge-queue.ts). */
+  readonly mergeQueues: MergeQueues;
+
+  constructor(readonly state: ForgeState, private readonly options: ControlOptions) {
+    this.mergeQueues = new MergeQueues(this);
+  }
 
   /**
    * The forge's time of the next event, strictly later than the one before: by default one second after it from a fixed start
@@ -162,12 +168,7 @@ export class SimulatorControl {
     const commit = makeCommit(this.state, from, args.files, args.message ?? "Update files", at);
     repo.branches.set(args.branch, commit.sha);
     repo.pushedAt = at;
-    await this.emit(repo, "push", () => ({
-      ref: `refs/heads/${args.branch}`, before, after: commit.sha, created: before === "0".repeat(40), deleted: false, forced: false,
-      base_ref: null, compare: `${this.base}/html/${repo.ownerLogin}/${repo.name}/compare/${before}...${commit.sha}`,
-      commits: [{ id: commit.sha, message: commit.message, timestamp: at }], head_commit: { id: commit.sha, message: commit.message, timestamp: at },
-      pusher: { name: args.sender ?? repo.ownerLogin }, sender: this.userBody(args.sender ?? repo.ownerLogin),
-    }));
+    await this.emitPush(repo, args.branch, before, commit.sha, args.sender ?? repo.ownerLogin);
     for (const pr of repo.pulls.values()) {
       if (pr.state === "open" && pr.headRef === args.branch && pr.headSha !== commit.sha) {
         pr.headSha = commit.sha;
@@ -177,7 +178,33 @@ export class SimulatorControl {
         await this.emitPull(repo, pr, "synchronize", { before, after: commit.sha }, args.sender);
       }
     }
+    await this.mergeQueues.branchMoved(repo, args.branch);
     return { sha: commit.sha, before };
+  }
+
+  private emitPush(repo: Repository, branch: string, before: string, after: string, sender: string): Promise<void> {
+    const commit = this.state.commits.get(after)!;
+    return this.emit(repo, "push", () => ({
+      ref: `refs/heads/${branch}`, before, after, created: before === "0".repeat(40), deleted: false, forced: false,
+      base_ref: null, compare: `${this.base}/html/${repo.ownerLogin}/${repo.name}/compare/${before}...${after}`,
+      commits: [{ id: after, message: commit.message, timestamp: commit.date }], head_commit: { id: after, message: commit.message, timestamp: commit.date },
+      pusher: { name: sender }, sender: this.userBody(sender),
+    }));
+  }
+
+  /**
+   * The merge queue merged a pull request: its branch already points at the group commit `mergeCommit`; the pull request is
+   * closed as merged by whoever queued it, and `push` and `pull_request` `closed` are sent.
+   */
+  async recordQueuedMerge(repo: Repository, pr: PullRequest, merge: { branch: string; before: string; mergeCommit: string; by: string }): Promise<void> {
+    const at = this.now();
+    repo.pushedAt = at;
+    pr.state = "closed";
+    pr.updatedAt = at;
+    pr.closedAt = at;
+    pr.merged = { commitSha: merge.mergeCommit, byLogin: merge.by, at };
+    await this.emitPush(repo, merge.branch, merge.before, merge.mergeCommit, merge.by);
+    await this.emitPull(repo, pr, "closed", {}, merge.by);
   }
 
   /** Opens a pull request from branch `head` (set to commit `headSha` first when given, e.g. a second branch on a shared head). */
@@ -227,6 +254,7 @@ export class SimulatorControl {
     pr.closedAt = at;
     pr.merged = { commitSha: merge.sha, byLogin: args.by, at };
     await this.emitPull(repo, pr, "closed", {}, args.by);
+    await this.mergeQueues.branchMoved(repo, pr.baseRef);
     return pr;
   }
 
@@ -495,7 +523,8 @@ export class SimulatorControl {
       const app = this.state.apps.get(inst.appId)!;
       const payload = {
         ...build(),
-        ...(owner?.type === "Organization" ? { organization: { login: owner.login, id: owner.id } } : {}),
+        // The published webhook descriptions' organization-simple-webhooks shape (the merge_group descriptions require it whole).
+        ...(owner?.type === "Organization" ? { organization: organizationJson(this.base, owner) } : {}),
         installation: { id: inst.id, node_id: Buffer.from(`Installation:${inst.id}`).toString("base64") },
       };
       const target = { url: app.webhookUrl ?? this.options.webhookUrl ?? null, secret: app.webhookSecret ?? this.options.webhookSecret ?? null, appId: app.id, neutralHeaders: this.options.webhookNeutralHeaders === true };
@@ -510,6 +539,7 @@ export class SimulatorControl {
 
   // A webhook's pull request is the full one: it says whether and by whom it was merged.
   private pullBody(repo: Repository, pr: PullRequest) { return { ...pullJson(this.base, this.state, repo, pr), ...mergedJson(this.base, this.state, pr) }; }
+  userJsonOf(login: string) { return this.userBody(login); }
   private userBody(login: string) { const a = this.state.account(login); return a ? userJson(this.base, a) : { login }; }
   get base(): string { return this.options.baseUrl(); }
 

@@ -34,6 +34,7 @@ export const CHECK_ROUTES: Route[] = [
       };
       applyCheckUpdate(run, body);
       s(ctx).checkRuns.set(id, run);
+      ctx.control.mergeQueues.checkRunChanged(run);
       return { status: 201, body: checkRunJson(ctx.base, s(ctx), repo, run) };
     },
   },
@@ -44,6 +45,7 @@ export const CHECK_ROUTES: Route[] = [
       if (!run || run.repoId !== repo.id) throw new HttpFail(404, "Not Found");
       if (run.appId !== (ctx.auth as { installation: Installation }).installation.appId) throw new HttpFail(403, "Invalid app_id `" + run.appId + "` - check run can only be modified by the GitHub App that created it.");
       applyCheckUpdate(run, (ctx.body ?? {}) as Record<string, unknown>);
+      ctx.control.mergeQueues.checkRunChanged(run);
       return ok(checkRunJson(ctx.base, s(ctx), repo, run));
     },
   },
