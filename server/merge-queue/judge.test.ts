@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { groupCheckText, groupMembers, judgeGroup, needsReevaluation, sameRules } from "./judge.ts";
+import type { FileRead } from "../evaluation/evidence.ts";
+import { groupCheckText, groupMembers, judgeGroup, needsReevaluation, reevaluationEvidence, rulesOfReads, rulesOfRecord, sameRules } from "./judge.ts";
 import type { HeadDecision, MemberEvidence, QueueEntry, RuleSource } from "./shapes.ts";
 
 const sha = (c: string) => c.repeat(40);
@@ -138,10 +139,43 @@ describe("rules", () => {
   });
 });
 
+describe("rules read at a commit and recorded", () => {
+  const found = (path: string, blob: string | null): FileRead => ({ kind: "found", path, text: "* @a\n", bytes: 5, blobSha: blob });
+  const missing: FileRead = { kind: "missing" };
+  test("the first code-owners location that is not missing applies, as in a decision", () => {
+    expect(rulesOfReads({ ".forge/CODEOWNERS": missing, CODEOWNERS: found("CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p"))))
+      .toEqual({ codeowners: { path: "CODEOWNERS", blobSha: sha("c") }, policyBlobSha: sha("p"), known: true });
+    expect(rulesOfReads({ ".forge/CODEOWNERS": missing, CODEOWNERS: missing, "docs/CODEOWNERS": missing }, missing)).toEqual({ codeowners: null, policyBlobSha: null, known: true });
+  });
+  test("an incomplete read, or a location not read, is no rules at all; a file over its bound or without a blob is unknown", () => {
+    expect(rulesOfReads({ ".forge/CODEOWNERS": { kind: "incomplete", cause: "transient", detail: "503" } }, missing)).toBeNull();
+    expect(rulesOfReads({ ".forge/CODEOWNERS": missing }, missing)).toBeNull();
+    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, { kind: "incomplete", cause: "transient", detail: "503" })).toBeNull();
+    expect(rulesOfReads({ ".forge/CODEOWNERS": { kind: "too_large", path: ".forge/CODEOWNERS", bytes: 4_000_000 } }, missing)).toMatchObject({ known: false });
+    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", null) }, missing)).toMatchObject({ known: false });
+    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found("p.toml", null))).toMatchObject({ known: false });
+  });
+  test("a record's rules are its code-owners file and repository policy by blob; read at the same commit they are the same rules", () => {
+    const recorded = rulesOfRecord({ codeowners: { path: ".forge/CODEOWNERS", blob_sha: sha("c"), bytes: 5 }, repository_policy: { path: ".forge/service-policy.toml", blob_sha: sha("p"), bytes: 9 } });
+    expect(sameRules(recorded, rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p")))!)).toBe(true);
+    expect(rulesOfRecord({ codeowners: { path: "CODEOWNERS", blob_sha: null, bytes: 5 }, repository_policy: null })).toMatchObject({ known: false });
+  });
+  test("a re-evaluation takes the recorded inputs with the rules read at the commit it merges onto; without inputs there is none", () => {
+    const onto = { codeowners: { ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("d")) }, repositoryPolicy: missing };
+    const inputs = { reviews: { complete: true, items: [] } } as never;
+    expect(reevaluationEvidence({ inputs, summarised: null }, onto, missing)).toMatchObject({ reviews: { complete: true }, codeowners: onto.codeowners, repositoryPolicy: missing, organizationPolicy: missing });
+    expect(reevaluationEvidence({ inputs: null, summarised: { omitted: "inputs", replayable: false } }, onto, missing)).toBeNull();
+    expect(reevaluationEvidence({ inputs, summarised: { omitted: "owner_set_paths", replayable: false } }, onto, missing)).toBeNull();
+  });
+});
+
 test("the judge reads no forge, database, clock or runtime", () => {
   for (const name of ["judge.ts", "shapes.ts"]) {
     const text = readFileSync(join(import.meta.dir, name), "utf8");
-    for (const [, specifier] of text.matchAll(/from\s+"([^"]+)"/g)) expect({ name, specifier, local: specifier!.startsWith("./") }).toEqual({ name, specifier, local: true });
+    for (const [, specifier] of text.matchAll(/from\s+"([^"]+)"/g)) {
+      const pure = specifier!.startsWith("./") || specifier!.startsWith("../evaluation/") || specifier === "../records/schema.ts";
+      expect({ name, specifier, pure }).toEqual({ name, specifier, pure: true });
+    }
     for (const pattern of [/\bDate\b/, /\bBun\./, /\bprocess\./, /\bfetch\(/, /\bperformance\./]) expect({ name, uses: pattern.test(text) ? String(pattern) : null }).toEqual({ name, uses: null });
   }
 });

@@ -8,6 +8,9 @@
 // succeeds. The group fails only for its own pull request (the entry the forge removes when the group's check fails): a pull
 // request ahead that does not pass is failed by its own group, after which the forge rebuilds this one, so meanwhile this group
 // is incomplete (never success) and names it. Incomplete evidence is retried, never success.
+import type { CodeownersEvidence, Evidence, FileRead } from "../evaluation/evidence.ts";
+import { CODEOWNERS_LOCATIONS } from "../evaluation/evidence.ts";
+import type { DecisionRecord } from "../records/schema.ts";
 import type {
   GroupFacts, GroupMember, GroupReason, GroupVerdict, IncompleteReason, JudgedMember, MemberEvidence, QueueAnswer, RuleSource,
 } from "./shapes.ts";
@@ -162,4 +165,44 @@ function refusalSentence(member: JudgedMember): string {
   const reason = member.reason as GroupReason;
   if (reason === "rules_changed_ahead") return `Pull request #${member.pullNumber}: pull request #${member.changedBy} ahead of it changes the code-owner rules, and its owners under them have not approved it.`;
   return `Pull request #${member.pullNumber}: ${REASON_TEXT[reason]}.`;
+}
+
+/** The rules a decision record was decided under (its code-owners file and repository policy, by blob SHA). */
+export function rulesOfRecord(record: Pick<DecisionRecord, "codeowners" | "repository_policy">): RuleSource {
+  const codeowners = record.codeowners === null ? null : { path: record.codeowners.path, blobSha: record.codeowners.blob_sha };
+  const policyBlobSha = record.repository_policy?.blob_sha ?? null;
+  return { codeowners, policyBlobSha, known: (codeowners === null || codeowners.blobSha !== null) && (record.repository_policy === null || policyBlobSha !== null) };
+}
+
+/**
+ * The rules at a commit from the reads of its code-owners locations (in precedence order: the first that is not missing
+ * applies) and of its repository policy; null when a read is incomplete. A file over its bound, or one the forge named no
+ * blob for, makes them unknown (never equal to a decision's: a re-evaluation decides).
+ */
+export function rulesOfReads(codeowners: CodeownersEvidence, repositoryPolicy: FileRead): RuleSource | null {
+  let chosen: FileRead | null = null;
+  for (const location of CODEOWNERS_LOCATIONS) {
+    const read = codeowners[location];
+    if (read === undefined) return null;
+    if (read.kind !== "missing") {
+      chosen = read;
+      break;
+    }
+  }
+  if (chosen?.kind === "incomplete" || repositoryPolicy.kind === "incomplete") return null;
+  const codeownersRule = chosen === null ? null : chosen.kind === "found" ? { path: chosen.path, blobSha: chosen.blobSha ?? null } : { path: chosen.path, blobSha: null };
+  const policyBlobSha = repositoryPolicy.kind === "found" ? repositoryPolicy.blobSha ?? null : null;
+  const known = (codeownersRule === null || codeownersRule.blobSha !== null) && (repositoryPolicy.kind === "missing" || policyBlobSha !== null);
+  return { codeowners: codeownersRule, policyBlobSha, known };
+}
+
+/**
+ * What a re-evaluation under the rules a pull request merges onto evaluates: its decision's recorded inputs (reviews, changed
+ * files, directory facts, as replay takes them), with the code-owners files and repository policy read at that commit and the
+ * organization policy as it is now. Null when the record kept no inputs (summarised past its bound): then it cannot be
+ * re-evaluated, which is incomplete evidence.
+ */
+export function reevaluationEvidence(record: Pick<DecisionRecord, "inputs" | "summarised">, onto: { readonly codeowners: CodeownersEvidence; readonly repositoryPolicy: FileRead }, organizationPolicy: FileRead): Evidence | null {
+  if (record.inputs === null || (record.summarised !== null && !record.summarised.replayable)) return null;
+  return { ...record.inputs, codeowners: onto.codeowners, repositoryPolicy: onto.repositoryPolicy, organizationPolicy };
 }
