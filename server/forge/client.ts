@@ -5,7 +5,7 @@ import type { Listed, OpenPullRequestRef } from "../evaluation/evidence.ts";
 import * as checks from "./check-runs.ts";
 import { createCaches } from "./caches.ts";
 import { type BlobRead, readBlob, readFile, type FileLocation } from "./contents.ts";
-import { gatherEvidence, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
+import { gatherEvidence, readRulesAt, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
 import { listAll, type PageSink, type StreamOutcome, streamAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
 import type { Governor } from "./governor.ts";
@@ -105,6 +105,8 @@ export interface ForgeClient {
   /** GET /repos/{owner}/{repo}/git/blobs/{sha}: a blob by its SHA, at most `maxBytes`, verified against the SHA (contents.ts). */
   readBlob(at: { installationId: number; owner: string; repo: string; sha: string }, maxBytes: number, call?: CallOptions): Promise<BlobRead>;
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
+  /** The code-owners files and repository policy at a commit (cached per commit: a merge group's rules, DESIGN 3.14). */
+  readRulesAt(at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string }, call?: CallOptions): ReturnType<typeof readRulesAt>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
   /** `check` comes from findManagedCheck/create for the same head; a check of another head is refused before any write. */
@@ -148,6 +150,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     readFile: (at, maxBytes, call) => readFile(t, caches.files, at, maxBytes, call),
     readBlob: (at, maxBytes, call) => readBlob(t, at, maxBytes, call),
     gatherEvidence: (request, gather) => gatherEvidence(t, caches, request, gather),
+    readRulesAt: (at, call) => readRulesAt(t, caches, at, call),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
     setCheckInProgress: (target, check, output, call) => checks.setCheckInProgress(t, name, target, check, output, call),

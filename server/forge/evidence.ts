@@ -222,6 +222,20 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
   }
 }
 
+/**
+ * The rules at a commit, as a decision on a pull request based there reads them: the code-owners locations in precedence order
+ * and the repository policy. Reads at a commit never change, so each goes through the file cache: a commit's rules are read
+ * once (a merge group's members that merge onto one commit, and every group built on it, share the reads).
+ */
+export async function readRulesAt(t: Transport, caches: ForgeCaches, at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string }, call: CallOptions = {}): Promise<{ codeowners: CodeownersEvidence; repositoryPolicy: FileRead }> {
+  const { policyPath, ...where } = at;
+  const [codeowners, repositoryPolicy] = await Promise.all([
+    readCodeowners(t, caches.files, where, call),
+    readFile(t, caches.files, { ...where, path: policyPath }, MAX_POLICY_FILE_BYTES, call),
+  ]);
+  return { codeowners, repositoryPolicy };
+}
+
 /** Reads the code-owners locations in precedence order, stopping at the first that is not missing (DESIGN 3.2 rule 1). */
 async function readCodeowners(t: Transport, cache: ForgeCaches["files"], at: { installationId: number; owner: string; repo: string; ref: string }, forgeDirectory: string, call: CallOptions): Promise<CodeownersEvidence> {
   const result: Record<string, FileRead> = {};
