@@ -106,7 +106,7 @@ export interface ForgeClient {
   readBlob(at: { installationId: number; owner: string; repo: string; sha: string }, maxBytes: number, call?: CallOptions): Promise<BlobRead>;
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
   /** The code-owners files and repository policy at a commit (cached per commit: a merge group's rules, DESIGN 3.14). */
-  readRulesAt(at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string }, call?: CallOptions): ReturnType<typeof readRulesAt>;
+  readRulesAt(at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string; forgeDirectory: string }, call?: CallOptions): ReturnType<typeof readRulesAt>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
   /** `check` comes from findManagedCheck/create for the same head; a check of another head is refused before any write. */

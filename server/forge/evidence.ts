@@ -227,10 +227,10 @@ async function listReviews(t: Transport, r: EvidenceRequest, call: CallOptions):
  * and the repository policy. Reads at a commit never change, so each goes through the file cache: a commit's rules are read
  * once (a merge group's members that merge onto one commit, and every group built on it, share the reads).
  */
-export async function readRulesAt(t: Transport, caches: ForgeCaches, at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string }, call: CallOptions = {}): Promise<{ codeowners: CodeownersEvidence; repositoryPolicy: FileRead }> {
-  const { policyPath, ...where } = at;
+export async function readRulesAt(t: Transport, caches: ForgeCaches, at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string; forgeDirectory: string }, call: CallOptions = {}): Promise<{ codeowners: CodeownersEvidence; repositoryPolicy: FileRead }> {
+  const { policyPath, forgeDirectory, ...where } = at;
   const [codeowners, repositoryPolicy] = await Promise.all([
-    readCodeowners(t, caches.files, where, call),
+    readCodeowners(t, caches.files, where, forgeDirectory, call),
     readFile(t, caches.files, { ...where, path: policyPath }, MAX_POLICY_FILE_BYTES, call),
   ]);
   return { codeowners, repositoryPolicy };

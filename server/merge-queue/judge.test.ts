@@ -140,24 +140,25 @@ describe("rules", () => {
 });
 
 describe("rules read at a commit and recorded", () => {
+  const rulesAt = (codeowners: Parameters<typeof rulesOfReads>[0], policy: FileRead) => rulesOfReads(codeowners, policy, ".forge");
   const found = (path: string, blob: string | null): FileRead => ({ kind: "found", path, text: "* @a\n", bytes: 5, blobSha: blob });
   const missing: FileRead = { kind: "missing" };
   test("the first code-owners location that is not missing applies, as in a decision", () => {
-    expect(rulesOfReads({ ".forge/CODEOWNERS": missing, CODEOWNERS: found("CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p"))))
+    expect(rulesAt({ ".forge/CODEOWNERS": missing, CODEOWNERS: found("CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p"))))
       .toEqual({ codeowners: { path: "CODEOWNERS", blobSha: sha("c") }, policyBlobSha: sha("p"), known: true });
-    expect(rulesOfReads({ ".forge/CODEOWNERS": missing, CODEOWNERS: missing, "docs/CODEOWNERS": missing }, missing)).toEqual({ codeowners: null, policyBlobSha: null, known: true });
+    expect(rulesAt({ ".forge/CODEOWNERS": missing, CODEOWNERS: missing, "docs/CODEOWNERS": missing }, missing)).toEqual({ codeowners: null, policyBlobSha: null, known: true });
   });
   test("an incomplete read, or a location not read, is no rules at all; a file over its bound or without a blob is unknown", () => {
-    expect(rulesOfReads({ ".forge/CODEOWNERS": { kind: "incomplete", cause: "transient", detail: "503" } }, missing)).toBeNull();
-    expect(rulesOfReads({ ".forge/CODEOWNERS": missing }, missing)).toBeNull();
-    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, { kind: "incomplete", cause: "transient", detail: "503" })).toBeNull();
-    expect(rulesOfReads({ ".forge/CODEOWNERS": { kind: "too_large", path: ".forge/CODEOWNERS", bytes: 4_000_000 } }, missing)).toMatchObject({ known: false });
-    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", null) }, missing)).toMatchObject({ known: false });
-    expect(rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found("p.toml", null))).toMatchObject({ known: false });
+    expect(rulesAt({ ".forge/CODEOWNERS": { kind: "incomplete", cause: "transient", detail: "503" } }, missing)).toBeNull();
+    expect(rulesAt({ ".forge/CODEOWNERS": missing }, missing)).toBeNull();
+    expect(rulesAt({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, { kind: "incomplete", cause: "transient", detail: "503" })).toBeNull();
+    expect(rulesAt({ ".forge/CODEOWNERS": { kind: "too_large", path: ".forge/CODEOWNERS", bytes: 4_000_000 } }, missing)).toMatchObject({ known: false });
+    expect(rulesAt({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", null) }, missing)).toMatchObject({ known: false });
+    expect(rulesAt({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found("p.toml", null))).toMatchObject({ known: false });
   });
   test("a record's rules are its code-owners file and repository policy by blob; read at the same commit they are the same rules", () => {
     const recorded = rulesOfRecord({ codeowners: { path: ".forge/CODEOWNERS", blob_sha: sha("c"), bytes: 5 }, repository_policy: { path: ".forge/service-policy.toml", blob_sha: sha("p"), bytes: 9 } });
-    expect(sameRules(recorded, rulesOfReads({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p")))!)).toBe(true);
+    expect(sameRules(recorded, rulesAt({ ".forge/CODEOWNERS": found(".forge/CODEOWNERS", sha("c")) }, found(".forge/service-policy.toml", sha("p")))!)).toBe(true);
     expect(rulesOfRecord({ codeowners: { path: "CODEOWNERS", blob_sha: null, bytes: 5 }, repository_policy: null })).toMatchObject({ known: false });
   });
   test("a re-evaluation takes the recorded inputs with the rules read at the commit it merges onto; without inputs there is none", () => {

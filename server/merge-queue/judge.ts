@@ -9,7 +9,7 @@
 // request ahead that does not pass is failed by its own group, after which the forge rebuilds this one, so meanwhile this group
 // is incomplete (never success) and names it. Incomplete evidence is retried, never success.
 import type { CodeownersEvidence, Evidence, FileRead } from "../evaluation/evidence.ts";
-import { CODEOWNERS_LOCATIONS } from "../evaluation/evidence.ts";
+import { codeownersLocations } from "../evaluation/evidence.ts";
 import type { DecisionRecord } from "../records/schema.ts";
 import type {
   GroupFacts, GroupMember, GroupReason, GroupVerdict, IncompleteReason, JudgedMember, MemberEvidence, QueueAnswer, RuleSource,
@@ -177,11 +177,12 @@ export function rulesOfRecord(record: Pick<DecisionRecord, "codeowners" | "repos
 /**
  * The rules at a commit from the reads of its code-owners locations (in precedence order: the first that is not missing
  * applies) and of its repository policy; null when a read is incomplete. A file over its bound, or one the forge named no
- * blob for, makes them unknown (never equal to a decision's: a re-evaluation decides).
+ * blob for, makes them unknown (never equal to a decision's: a re-evaluation decides). `forgeDirectory` places the first
+ * code-owners location, as the decision's settings do.
  */
-export function rulesOfReads(codeowners: CodeownersEvidence, repositoryPolicy: FileRead): RuleSource | null {
+export function rulesOfReads(codeowners: CodeownersEvidence, repositoryPolicy: FileRead, forgeDirectory: string): RuleSource | null {
   let chosen: FileRead | null = null;
-  for (const location of CODEOWNERS_LOCATIONS) {
+  for (const location of codeownersLocations(forgeDirectory)) {
     const read = codeowners[location];
     if (read === undefined) return null;
     if (read.kind !== "missing") {
