@@ -20,7 +20,24 @@ CREATE TABLE merge_groups (
   state text NOT NULL CHECK (state IN ('queued', 'destroyed')),
   destroyed_reason text,
   requested_at_ms bigint NOT NULL,
+  -- When the group's check was last completed (null: never), whether as success, and whether a reset of one of its pull
+  -- requests asks for its check to go back to in_progress before it is judged again.
+  judged_at_ms bigint,
+  judged_success boolean NOT NULL DEFAULT false,
+  reset_pending boolean NOT NULL DEFAULT false,
   updated_at_ms bigint NOT NULL,
   PRIMARY KEY (repository_id, head_sha)
 );
 CREATE INDEX merge_groups_updated ON merge_groups (updated_at_ms);
+
+-- The pull requests (and their heads) of a group whose check was completed as success: a reset of one of them, or a new head,
+-- before the group merges sends the group back to in_progress and queues its judgement again.
+CREATE TABLE merge_group_members (
+  installation_id bigint NOT NULL,
+  repository_id bigint NOT NULL,
+  group_head_sha text NOT NULL,
+  pull_number integer NOT NULL,
+  head_sha text NOT NULL,
+  PRIMARY KEY (repository_id, group_head_sha, pull_number)
+);
+CREATE INDEX merge_group_members_pull ON merge_group_members (repository_id, pull_number);

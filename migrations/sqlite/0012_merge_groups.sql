@@ -61,7 +61,20 @@ CREATE TABLE merge_groups (
   state TEXT NOT NULL CHECK (state IN ('queued', 'destroyed')),
   destroyed_reason TEXT,
   requested_at_ms INTEGER NOT NULL,
+  judged_at_ms INTEGER,
+  judged_success INTEGER NOT NULL DEFAULT 0 CHECK (judged_success IN (0, 1)),
+  reset_pending INTEGER NOT NULL DEFAULT 0 CHECK (reset_pending IN (0, 1)),
   updated_at_ms INTEGER NOT NULL,
   PRIMARY KEY (repository_id, head_sha)
 );
 CREATE INDEX merge_groups_updated ON merge_groups (updated_at_ms);
+
+CREATE TABLE merge_group_members (
+  installation_id INTEGER NOT NULL,
+  repository_id INTEGER NOT NULL,
+  group_head_sha TEXT NOT NULL,
+  pull_number INTEGER NOT NULL,
+  head_sha TEXT NOT NULL,
+  PRIMARY KEY (repository_id, group_head_sha, pull_number)
+);
+CREATE INDEX merge_group_members_pull ON merge_group_members (repository_id, pull_number);
