@@ -16,6 +16,7 @@ const GITHUB_NAMES: Record<string, string> = {
   metadata: "Metadata",
   pull_requests: "Pull requests",
   members: "Members",
+  merge_queues: "Merge queues",
 };
 
 /** The rows (cells trimmed) of every Markdown table in the section under `## heading`. */

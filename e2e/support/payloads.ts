@@ -98,6 +98,21 @@ export function organizationWideEvent(event: string, action: string) {
   return base;
 }
 
+/** A merge queue's group for `main`: its own ref and commit, built on the parent commit `baseSha`. */
+export function mergeGroupEvent(action: "checks_requested" | "destroyed", options: { repo?: RepoFixture; headSha?: string; baseSha?: string; baseRef?: string; reason?: string } = {}) {
+  const repo = options.repo ?? WEB;
+  const headSha = options.headSha ?? SHA_A;
+  const baseRef = options.baseRef ?? "refs/heads/main";
+  return {
+    action, ...(action === "destroyed" ? { reason: options.reason ?? "merged" } : {}),
+    merge_group: {
+      head_sha: headSha, head_ref: `refs/heads/gh-readonly-queue/${baseRef.replace(/^refs\/heads\//, "")}/pr-7-${SHA_B}`, base_sha: options.baseSha ?? SHA_B, base_ref: baseRef,
+      head_commit: { id: headSha, tree_id: "d".repeat(40), message: "Merge pull request #7", timestamp: "2026-11-22T10:00:00Z", author: { name: "erin", email: "erin@example.com" }, committer: { name: "forge", email: "noreply@example.com" } },
+    },
+    repository: repositoryJson(repo), organization: { login: repo.owner, id: 500 }, sender: user("erin", 42), installation: installation(),
+  };
+}
+
 export function installationEvent(action: string) {
   return { action, installation: { ...installation(), account: user("acme", 500, "Organization"), app_id: 1 }, sender: user("alice", 43) };
 }

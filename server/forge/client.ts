@@ -5,6 +5,8 @@ import type { Listed, OpenPullRequestRef } from "../evaluation/evidence.ts";
 import * as checks from "./check-runs.ts";
 import { createCaches } from "./caches.ts";
 import { type BlobRead, readBlob, readFile, type FileLocation } from "./contents.ts";
+import { readMergeQueue } from "./merge-queue.ts";
+import type { QueueAnswer } from "../merge-queue/shapes.ts";
 import { gatherEvidence, readRulesAt, type EvidenceRequest, type GatherOptions, type GatherResult } from "./evidence.ts";
 import { listAll, type PageSink, type StreamOutcome, streamAll } from "./pagination.ts";
 import * as pulls from "./pull-requests.ts";
@@ -106,6 +108,8 @@ export interface ForgeClient {
   readBlob(at: { installationId: number; owner: string; repo: string; sha: string }, maxBytes: number, call?: CallOptions): Promise<BlobRead>;
   gatherEvidence(request: EvidenceRequest, options: GatherOptions): Promise<GatherResult>;
   /** The code-owners files and repository policy at a commit (cached per commit: a merge group's rules, DESIGN 3.14). */
+  /** The merge queue of a branch (one bounded GraphQL request, DESIGN 3.14): its entries, or null when the forge did not show them whole. */
+  readMergeQueue(at: { installationId: number; owner: string; repo: string; branch: string }, call?: CallOptions): Promise<QueueAnswer | null>;
   readRulesAt(at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string; forgeDirectory: string }, call?: CallOptions): ReturnType<typeof readRulesAt>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
@@ -151,6 +155,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     readBlob: (at, maxBytes, call) => readBlob(t, at, maxBytes, call),
     gatherEvidence: (request, gather) => gatherEvidence(t, caches, request, gather),
     readRulesAt: (at, call) => readRulesAt(t, caches, at, call),
+    readMergeQueue: (at, call) => readMergeQueue(t, at, call),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
     setCheckInProgress: (target, check, output, call) => checks.setCheckInProgress(t, name, target, check, output, call),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
-  checkRunEvent, checkSuiteEvent, INSTALLATION, installationEvent, installationRepositoriesEvent, labelEvent, organizationWideEvent, POLICY_REPO,
+  checkRunEvent, checkSuiteEvent, INSTALLATION, installationEvent, installationRepositoriesEvent, labelEvent, mergeGroupEvent, organizationWideEvent, POLICY_REPO,
   pullRequestEvent, pushEvent, repositoryEvent, repositoryJson, reviewEvent, SHA_256, SHA_A, WEB,
 } from "../../e2e/support/payloads.ts";
 import { mapEvent, metricLabels } from "./event-mapping.ts";
@@ -214,5 +214,42 @@ describe("metric labels", () => {
     expect(metricLabels("pull_request", "opened")).toEqual({ event: "pull_request", action: "opened" });
     expect(metricLabels("acme/secret-repo", "x")).toEqual({ event: "other", action: "other" });
     expect(metricLabels("ping", undefined)).toEqual({ event: "other", action: "none" });
+  });
+});
+
+describe("merge groups", () => {
+  const group = { headSha: SHA_A, baseSha: "b".repeat(40), baseRef: "main", headRef: `refs/heads/gh-readonly-queue/main/pr-7-${"b".repeat(40)}` };
+  test("checks_requested is merge-group work keyed by the group's head, on the branch its base ref names", () => {
+    expect(map("merge_group", mergeGroupEvent("checks_requested"))).toEqual({ kind: "merge_group", repository: webRef, action: "checks_requested", group, reason: null });
+  });
+  test("destroyed cancels it, with the reason the delivery gives", () => {
+    expect(map("merge_group", mergeGroupEvent("destroyed", { reason: "dequeued" }))).toEqual({ kind: "merge_group", repository: webRef, action: "destroyed", group, reason: "dequeued" });
+    const unexplained = mergeGroupEvent("destroyed") as Record<string, unknown>;
+    delete unexplained.reason;
+    expect(map("merge_group", unexplained)).toMatchObject({ kind: "merge_group", action: "destroyed", reason: null });
+  });
+  test("a 64-character SHA-256 group head and a branch with slashes are accepted", () => {
+    expect(map("merge_group", mergeGroupEvent("checks_requested", { headSha: SHA_256, baseRef: "refs/heads/release/2.x" }))).toMatchObject({ group: { headSha: SHA_256, baseRef: "release/2.x" } });
+  });
+  test("other actions and the organization policy repository are unmapped", () => {
+    expect(map("merge_group", { ...mergeGroupEvent("checks_requested"), action: "created" })).toEqual({ kind: "unmapped" });
+    expect(map("merge_group", mergeGroupEvent("checks_requested", { repo: POLICY_REPO }))).toEqual({ kind: "unmapped" });
+  });
+  test("a group without a commit ID, a parent commit, a branch ref or with an over-long ref is invalid", () => {
+    const broken = (change: Record<string, unknown>) => {
+      const payload = mergeGroupEvent("checks_requested");
+      return map("merge_group", { ...payload, merge_group: { ...payload.merge_group, ...change } });
+    };
+    expect(broken({ head_sha: "ABC" })).toMatchObject({ kind: "invalid", problem: expect.stringContaining("merge_group.head_sha") });
+    expect(broken({ base_sha: undefined })).toMatchObject({ kind: "invalid", problem: expect.stringContaining("merge_group.base_sha") });
+    expect(broken({ base_ref: "main" })).toMatchObject({ kind: "invalid", problem: expect.stringContaining("refs/heads/") });
+    expect(broken({ base_ref: "refs/heads/" })).toMatchObject({ kind: "invalid" });
+    expect(broken({ head_ref: "r".repeat(1_025) })).toMatchObject({ kind: "invalid", problem: expect.stringContaining("merge_group.head_ref") });
+    expect(map("merge_group", { ...mergeGroupEvent("checks_requested"), merge_group: null })).toMatchObject({ kind: "invalid" });
+    expect(map("merge_group", { ...mergeGroupEvent("checks_requested"), installation: undefined })).toMatchObject({ kind: "invalid" });
+  });
+  test("merge_group and its actions are metric labels of their own", () => {
+    expect(metricLabels("merge_group", "checks_requested")).toEqual({ event: "merge_group", action: "checks_requested" });
+    expect(metricLabels("merge_group", "destroyed")).toEqual({ event: "merge_group", action: "destroyed" });
   });
 });

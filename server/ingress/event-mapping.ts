@@ -1,4 +1,4 @@
-import { type AuthorityScope, encodeSubjects, type IndexWrite, type RepositoryRef, teamSubject, userSubject } from "../store/index.ts";
+import { type AuthorityScope, encodeSubjects, type IndexWrite, type MergeGroup, type RepositoryRef, teamSubject, userSubject } from "../store/index.ts";
 import { HEAD_SHA } from "./limits.ts";
 
 /**
@@ -26,6 +26,11 @@ export type Mapping =
     readonly merge?: MergeFacts;
   }
   | { readonly kind: "base_ref"; readonly repository: RepositoryRef; readonly baseRef: string }
+  /**
+   * A merge group of the forge's merge queue (DESIGN 3.14): `checks_requested` queues its judgement, `destroyed` cancels it
+   * (`reason` as the delivery names it, or null).
+   */
+  | { readonly kind: "merge_group"; readonly repository: RepositoryRef; readonly action: "checks_requested" | "destroyed"; readonly group: MergeGroup; readonly reason: string | null }
   | { readonly kind: "authority"; readonly installationId: number; readonly scope: AuthorityScope };
 
 /**
@@ -68,15 +73,18 @@ const INSTALLATION_ACTIONS = new Set(["created", "new_permissions_accepted", "un
 const LABEL_ACTIONS = new Set(["created", "edited", "deleted"]);
 const POLICY_REPOSITORY_ACTIONS = new Set(["deleted", "renamed", "transferred"]);
 const TARGET_REPOSITORY_ACTIONS = new Set(["renamed", "transferred", "unarchived"]);
+const MERGE_GROUP_ACTIONS = new Set(["checks_requested", "destroyed"]);
+/** A merge group's refs are bounded like the index's base refs: a signed payload is still bounded in what it makes us store. */
+const MAX_MERGE_GROUP_REF = 1_024;
 
 /** Metric label vocabularies: every value here comes from the mapping table; anything else is `other` (no action: `none`). */
 export const EVENT_LABELS = new Set([
   "pull_request", "pull_request_review", "check_run", "check_suite", "push", "repository", "installation_repositories", "label",
-  "installation", ...INSTALLATION_WIDE_EVENTS,
+  "installation", "merge_group", ...INSTALLATION_WIDE_EVENTS,
 ]);
 export const ACTION_LABELS = new Set([
   ...PULL_REQUEST_ACTIONS, ...REVIEW_ACTIONS, "rerequested", ...INSTALLATION_ACTIONS, ...LABEL_ACTIONS, ...POLICY_REPOSITORY_ACTIONS,
-  ...TARGET_REPOSITORY_ACTIONS, "added", "removed",
+  ...TARGET_REPOSITORY_ACTIONS, "added", "removed", ...MERGE_GROUP_ACTIONS,
 ]);
 
 export function metricLabels(event: string, action: string | undefined): { event: string; action: string } {
@@ -148,6 +156,28 @@ function mapOrThrow(event: string, action: string | undefined, payload: Json, co
       return {
         kind: "direct", repository: strip(repo), pullNumber: pull.number, headSha,
         ...(index ? { index } : {}), ...(before !== null && before !== headSha ? { previousHead: before } : {}), ...(merge ? { merge } : {}),
+      };
+    }
+    case "merge_group": {
+      if (action === undefined || !MERGE_GROUP_ACTIONS.has(action)) return { kind: "unmapped" };
+      const installation = installationId(payload);
+      const repo = repository(payload, installation);
+      // As pull-request work: the organization policy repository stays under native human enforcement.
+      if (isPolicyRepository(repo.name)) return { kind: "unmapped" };
+      const group = payload.merge_group;
+      if (!isObject(group)) fail("merge_group must be an object");
+      const ref = (key: "base_ref" | "head_ref") => {
+        const value = group[key];
+        if (typeof value !== "string" || value === "" || value.length > MAX_MERGE_GROUP_REF) fail(`merge_group.${key} must be a ref of at most ${MAX_MERGE_GROUP_REF} characters`);
+        return value;
+      };
+      const baseRef = ref("base_ref");
+      // The forge sends the full ref of the branch the group merges into; the queue is named by the branch.
+      if (!baseRef.startsWith("refs/heads/") || baseRef === "refs/heads/") fail("merge_group.base_ref must be refs/heads/<branch>");
+      const reason = action === "destroyed" && typeof payload.reason === "string" && payload.reason.length <= 32 ? payload.reason : null;
+      return {
+        kind: "merge_group", repository: strip(repo), action: action as "checks_requested" | "destroyed", reason,
+        group: { headSha: head(group.head_sha, "merge_group.head_sha"), baseSha: head(group.base_sha, "merge_group.base_sha"), headRef: ref("head_ref"), baseRef: baseRef.slice("refs/heads/".length) },
       };
     }
     case "check_run":

@@ -172,6 +172,11 @@ const CASES: Case[] = [
   ...["added_to_repository", "removed_from_repository"].map((action) => documented("team", action, (p) => repositoryWide(p, repoOf(p)))),
   ...["deleted", "edited"].map((action) => documented("team", action, (p) => installationWide(p))),
   documented("team_add", undefined, (p) => repositoryWide(p, repoOf(p))),
+  // A merge queue's group: its judgement, keyed by the group's head commit, on the branch it merges into.
+  documented("merge_group", "checks_requested", (p) => {
+    const group = p.merge_group as { head_sha: string; base_ref: string };
+    return [job("merge_group", installationOf(p), { ...inRepo(repoOf(p)), head_sha: group.head_sha, base_ref: group.base_ref.slice("refs/heads/".length) })];
+  }),
 ];
 
 describe.each(BACKENDS)("GitHub's deliveries on %s", (backend) => {

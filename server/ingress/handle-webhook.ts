@@ -1,6 +1,6 @@
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
+import { acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acceptMergeGroupDestroyed, acceptMergeGroupRequest, readDuplicateDelivery, type Store, StoreError } from "../store/index.ts";
 import { type Mapping, type MappingContext, mapEvent, metricLabels } from "./event-mapping.ts";
 import type { BodyBudget } from "./body-budget.ts";
 import { type FastPathDeps, type FastPathInput, type FastPathResult, runFastPath } from "./fast-path.ts";
@@ -134,6 +134,16 @@ async function accept(
       const outcome = await deps.store.execute(() => acceptBaseRefPush({ ...mapping.repository, deliveryId: delivery.deliveryId, action: delivery.action, baseRef: mapping.baseRef, now }), { deadline });
       const fresh = outcome !== "duplicate";
       return { status: 202, body: { accepted: fresh, queued: fresh } };
+    }
+    if (mapping.kind === "merge_group") {
+      // No fast path: the group's own work row writes its check (server/worker/jobs/judge-merge-group.ts).
+      const input = { ...mapping.repository, deliveryId: delivery.deliveryId, action: mapping.action, group: mapping.group, now };
+      if (mapping.action === "destroyed") {
+        const fresh = await deps.store.execute(() => acceptMergeGroupDestroyed({ ...input, reason: mapping.reason }), { deadline });
+        return { status: 202, body: { accepted: fresh, queued: false } };
+      }
+      const outcome = await deps.store.execute(() => acceptMergeGroupRequest(input), { deadline });
+      return { status: 202, body: { accepted: outcome.kind !== "duplicate", queued: outcome.kind === "queued" } };
     }
     // The fast path ends the invalidation timeout after the acceptance starts, or in time for its follow-up before the
     // answer's deadline, whichever comes first; with a fast path to follow, the delivery's work is held exactly that long

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import {
-  checkRunEvent, INSTALLATION, installationRepositoriesEvent, labelEvent, POLICY_REPO, pullRequestEvent, pushEvent, reviewEvent, SHA_A, SHA_B, signedDelivery, WEB,
+  checkRunEvent, INSTALLATION, installationRepositoriesEvent, labelEvent, mergeGroupEvent, POLICY_REPO, pullRequestEvent, pushEvent, reviewEvent, SHA_A, SHA_B, signedDelivery, WEB,
 } from "../../e2e/support/payloads.ts";
 import { BACKENDS } from "../../e2e/support/databases.ts";
 import { type Harness, ingressHarness, SECRET } from "../../e2e/support/ingress-harness.ts";
@@ -213,6 +213,19 @@ describe.each(BACKENDS)("webhook ingress on %s", (backend) => {
       expect(await h.rows("select pull_number, head_sha, shared_generation from webhook_deliveries")).toEqual([{ pull_number: null, head_sha: SHA_A, shared_generation: 1 }]);
       expect(await h.rows("select kind, head_sha, shared_generation from jobs")).toEqual([{ kind: "head_invalidation", head_sha: SHA_A, shared_generation: 1 }]);
       expect(await h.count("pull_generations")).toBe(0);
+    });
+
+    test("a merge group's checks_requested is durable merge-group work on its head; destroyed cancels it; a redelivery changes nothing", async () => {
+      h = await ingressHarness(backend);
+      expect((await h.send("merge_group", "g1", mergeGroupEvent("checks_requested"))).body).toEqual({ accepted: true, queued: true });
+      expect(await h.rows("select kind, head_sha, base_ref, shared_generation from jobs")).toEqual([{ kind: "merge_group", head_sha: SHA_A, base_ref: "main", shared_generation: 1 }]);
+      expect(await h.rows("select event, action, head_sha, shared_generation from webhook_deliveries")).toEqual([{ event: "merge_group", action: "checks_requested", head_sha: SHA_A, shared_generation: 1 }]);
+      expect((await h.send("merge_group", "g1", mergeGroupEvent("checks_requested"))).body).toEqual({ accepted: false, queued: false });
+      expect(await h.count("jobs", "merges = 0")).toBe(1);
+      expect((await h.send("merge_group", "g2", mergeGroupEvent("destroyed", { reason: "dequeued" }))).body).toEqual({ accepted: true, queued: false });
+      expect(await h.count("jobs")).toBe(0);
+      expect(await h.rows("select state, destroyed_reason from merge_groups")).toEqual([{ state: "destroyed", destroyed_reason: "dequeued" }]);
+      expect((await h.send("merge_group", "g3", { ...mergeGroupEvent("checks_requested"), merge_group: { head_sha: "nope" } })).status).toBe(400);
     });
 
     test("the same delivery sent 20 times concurrently is accepted once and changes work once", async () => {

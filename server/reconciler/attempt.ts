@@ -1,7 +1,7 @@
 import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
-  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
+  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneMergeGroupBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
   readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store,
 } from "../store/index.ts";
 import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
@@ -442,6 +442,8 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: 
   const now = () => deps.clock.now();
   const cutoff = now() - settings.retentionMs;
   const delivered = await pruneBatches(deps, interrupted, "expired delivery IDs", () => pruneDeliveryBatch(settings.lease, cutoff, now()));
+  // Merge groups (and their members) untouched for as long as delivery IDs are kept: long destroyed, or never destroyed.
+  await pruneBatches(deps, interrupted, "stale merge groups", () => pruneMergeGroupBatch(settings.lease, cutoff, now()));
   const horizon = now() - 2 * settings.fullSweepMs;
   await pruneBatches(deps, interrupted, "stale published-state records", () => prunePublishedBatch(settings.lease, { evaluationCutoffMs: horizon, checkCutoffMs: horizon }, now()));
   // Decision and merge records past SERVICE_DECISION_RETENTION_DAYS (DESIGN 3.10).

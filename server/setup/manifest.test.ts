@@ -1,12 +1,12 @@
 import { expect, test } from "bun:test";
 import { appName, buildManifest, creationUrl, isOrganizationLogin, SETUP_EVENTS, SETUP_PERMISSIONS } from "./manifest.ts";
 
-test("the manifest has exactly the spec's permissions, events, webhook and redirect URLs, and is private", () => {
+test("the manifest has exactly the permissions and events the service uses (the spec's, and merge queues'), webhook and redirect URLs, and is private", () => {
   const m = buildManifest({ publicUrl: "https://approvals.example.com", setupUrl: "https://approvals.example.com" }, "acme");
   expect(m.public).toBe(false);
-  expect(m.default_permissions).toEqual({ checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" });
+  expect(m.default_permissions).toEqual({ checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read", merge_queues: "read" });
   expect(m.default_events).toEqual([
-    "check_run", "installation_target", "label", "member", "membership", "organization", "pull_request", "pull_request_review", "push", "repository", "team", "team_add",
+    "check_run", "installation_target", "label", "member", "membership", "merge_group", "organization", "pull_request", "pull_request_review", "push", "repository", "team", "team_add",
   ]);
   expect(m.hook_attributes).toEqual({ url: "https://approvals.example.com/webhooks/forge", active: true });
   expect(m.redirect_url).toBe("https://approvals.example.com/setup/callback");

@@ -1,6 +1,7 @@
 // The App manifest GET /setup posts to the forge (spec "Setup routes", manifest defaults), and where it is posted.
 
-/** Repository permissions of the App, exactly the spec's list. `statuses: write` only makes the App selectable as an expected
+/** Repository permissions of the App: the spec's list, and `merge_queues: read` for merge groups (the `merge_group` event and the
+ *  queue's entries the group's check is judged by). `statuses: write` only makes the App selectable as an expected
  *  source in organization rulesets; runtime installation tokens omit it. Never Actions, Administration, Issues, Workflows or
  *  Pull requests write. */
 export const SETUP_PERMISSIONS: Readonly<Record<string, "read" | "write">> = Object.freeze({
@@ -10,11 +11,12 @@ export const SETUP_PERMISSIONS: Readonly<Record<string, "read" | "write">> = Obj
   metadata: "read",
   pull_requests: "read",
   members: "read",
+  merge_queues: "read",
 });
 
 /** Subscribed events (installation and installation-repositories events are delivered without a subscription). */
 export const SETUP_EVENTS: readonly string[] = Object.freeze([
-  "check_run", "installation_target", "label", "member", "membership", "organization",
+  "check_run", "installation_target", "label", "member", "membership", "merge_group", "organization",
   "pull_request", "pull_request_review", "push", "repository", "team", "team_add",
 ]);
 

@@ -11,8 +11,8 @@ import { appJson, checkRunJson, installationJson, mergedJson, organizationJson, 
 import { MergeQueues } from "./merge-queue.ts";
 import { deliverWebhook, type WebhookDelivery } from "./webhooks.ts";
 
-export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" };
-export const DEFAULT_APP_EVENTS = ["check_run", "installation_target", "label", "member", "membership", "organization", "pull_request", "pull_request_review", "push", "repository", "team", "team_add"];
+export const DEFAULT_APP_PERMISSIONS = { checks: "write", statuses: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read", merge_queues: "read" };
+export const DEFAULT_APP_EVENTS = ["check_run", "installation_target", "label", "member", "membership", "merge_group", "organization", "pull_request", "pull_request_review", "push", "repository", "team", "team_add"];
 
 export class ControlError extends Error {
   constructor(readonly status: number, message: string) { super(message); }

@@ -59,6 +59,30 @@ function resolveNode(ctx: Ctx, id: unknown): unknown {
   };
 }
 
+/**
+ * `repository(owner:, name:)` as far as the service reads it: its merge queue for a branch (merge-queue.ts; null when the
+ * branch has none), whose `entries` page holds at most `first` entries (the forge's bound is 100).
+ */
+function resolveRepository(ctx: Ctx, owner: string, name: string): unknown {
+  const repo = ctx.control.state.repo(owner, name);
+  if (ctx.auth.kind !== "token" || !repo || !installationCovers(ctx.auth.installation, repo)) {
+    return new GraphQLError(`Could not resolve to a Repository with the name '${owner}/${name}'.`, { extensions: { type: "NOT_FOUND" } });
+  }
+  return {
+    __typename: "Repository", id: Buffer.from(`Repository:${repo.id}`).toString("base64"), name: repo.name,
+    mergeQueue: ({ branch }: { branch?: string }) => {
+      const entries = ctx.control.mergeQueues.entriesOf(repo, branch ?? repo.defaultBranch);
+      if (entries === null) return null;
+      return {
+        entries: ({ first }: { first?: number }) => {
+          const nodes = entries.slice(0, Math.min(first ?? 100, 100));
+          return { totalCount: entries.length, nodes, pageInfo: { hasNextPage: nodes.length < entries.length, hasPreviousPage: false, startCursor: null, endCursor: null } };
+        },
+      };
+    },
+  };
+}
+
 /** An error as the forge writes it: its `type` at the top level (NOT_FOUND, FORBIDDEN, ...), not under `extensions`. */
 function forgeError(error: GraphQLError): Record<string, unknown> {
   const { extensions, ...rest } = error.toJSON();
@@ -95,6 +119,7 @@ export const GRAPHQL_ROUTE: Route = {
     const rootValue = {
       node: ({ id }: { id: unknown }) => resolveNode(ctx, id),
       nodes: ({ ids }: { ids: unknown[] }) => ids.map((id) => resolveNode(ctx, id)),
+      repository: ({ owner, name }: { owner: string; name: string }) => resolveRepository(ctx, owner, name),
     };
     const result = await graphql({
       schema: forgeSchema(), source: body.query, rootValue, variableValues: variables as Record<string, unknown> | undefined,

@@ -3,6 +3,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { MERGE_QUEUE_QUERY, queueAnswerOf } from "../forge/merge-queue.ts";
 import { checkSchema, type Schema } from "./openapi-check.ts";
 import { createScenario, generateAppKeys, mintAppJwt, type Scenario } from "./scenario.ts";
 import { startForgeSimulator, type ForgeSimulator } from "./simulator.ts";
@@ -141,5 +142,30 @@ describe("merge queue", () => {
     await sim.control.commit({ owner: s.org, repo: s.repo, branch: "release", files: { "x.md": "x\n" } });
     const other = await sim.control.openPullRequest({ owner: s.org, repo: s.repo, head: "change-docs-a-md", base: "release", author: "erin" });
     expect((await control("merge-queue-entries", { owner: s.org, repo: s.repo, number: other.number })).status).toBe(422);
+  });
+});
+
+describe("GraphQL mergeQueue", () => {
+  const graphql = async (variables: Record<string, unknown>) => {
+    const res = await fetch(`${sim.url}/graphql`, { method: "POST", headers: { authorization: `token ${token}` }, body: JSON.stringify({ query: MERGE_QUEUE_QUERY, variables }) });
+    return { status: res.status, body: await res.json() as { data?: unknown; errors?: { type?: string }[] } };
+  };
+  test("the service's query validates against the published schema and answers the queue's entries as the forge's data", async () => {
+    const first = await openPull("docs/a.md", "a\n");
+    const second = await openPull("src/b.ts", "b\n");
+    await control("merge-queue-entries", { owner: s.org, repo: s.repo, number: first });
+    await control("merge-queue-entries", { owner: s.org, repo: s.repo, number: second });
+    const { status, body } = await graphql({ owner: s.org, repo: s.repo, branch: "main" });
+    expect([status, body.errors]).toEqual([200, undefined]);
+    const answer = queueAnswerOf(body.data);
+    expect(answer).toEqual({ complete: true, entries: entries().map((e) => ({ position: e.position, state: e.state, headCommit: e.headCommit.oid, baseCommit: e.baseCommit.oid, pullNumber: e.pullRequest.number, headRefOid: e.pullRequest.headRefOid })) });
+    expect(answer!.entries.map((e) => e.pullNumber)).toEqual([first, second]);
+  });
+  test("a branch without a queue answers no queue; another repository is NOT_FOUND; a query the schema refuses is refused", async () => {
+    expect(queueAnswerOf((await graphql({ owner: s.org, repo: s.repo, branch: "release" })).body.data)).toBeNull();
+    const missing = await graphql({ owner: s.org, repo: "nope", branch: "main" });
+    expect(missing.body.errors?.map((e) => e.type)).toEqual(["NOT_FOUND"]);
+    const res = await fetch(`${sim.url}/graphql`, { method: "POST", headers: { authorization: `token ${token}` }, body: JSON.stringify({ query: "{ repository(owner: \"acme\", name: \"web\") { mergeQueue(branch: \"main\") { entries(first: 1) { nodes { mergedBy } } } } }" }) });
+    expect(((await res.json()) as { errors?: unknown[] }).errors?.length).toBeGreaterThan(0);
   });
 });

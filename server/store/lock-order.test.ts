@@ -5,6 +5,7 @@ import {
   acceptAuthorityEvent, acceptBaseRefPush, acceptDirectTrigger, acquireElectionLease, all, beginCheckWrite, clearCheckDigest, finishHeadInvalidation, indexListingComplete, indexListingPage,
   markGuardedReset, markHeadInvalidated, migrateDatabase, readMergesAwaitingEnrollment, settleMergeEnrollment, openStore, prunePublishedBatch, queueMissingWork, recordEvaluation, recordCheckCreation, recordLiveHead, releaseFastPathWork, releaseHeldWork, rememberHeadCheck,
   settleCheckDigest, type Store, supersedeAndQueue, supersedeForFanout, confirmDecision, type PendingCheckWrite, pruneHistory, recordPendingDecision, recordRecoveredMerges,
+  acceptMergeGroupDestroyed, acceptMergeGroupRequest, clearGroupReset, pruneMergeGroupBatch, recordGroupJudgement, requeueGroupsOfPull,
 } from "./index.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
 
@@ -20,6 +21,9 @@ const PULLS = Array.from({ length: 9 }, (_, i) => ({ number: i + 1, headSha: HEA
 
 const recordBody = (pull: { number: number; headSha: string }, n: number) =>
   sampleDecisionBody({ installation_id: repo.installationId, repository: { id: repo.repositoryId, full_name: "acme/web" }, pull_request: pull.number, head_sha: pull.headSha, published_at: new Date(1_000 + n).toISOString() });
+
+/** A merge group whose head is one of the pull requests' heads, so its rows overlap theirs. */
+const group = (n: number) => ({ headSha: HEADS[n % HEADS.length]!, headRef: "refs/heads/gh-readonly-queue/main/x", baseRef: "main", baseSha: HEADS[(n + 1) % HEADS.length]! });
 
 /** A deterministic shuffle, so each run mixes the same operations in many orders. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -112,6 +116,16 @@ function round(store: Store, n: number): Promise<unknown>[] {
     store.execute(function* () {
       yield* acquireElectionLease(lease, now);
       return yield* prunePublishedBatch(lease, { evaluationCutoffMs: now - 3, checkCutoffMs: now - 3 }, now);
+    }),
+    // Merge groups (4b, 4c) on the same heads: requested, judged, queued again by an evaluation, destroyed and pruned.
+    store.execute(() => acceptMergeGroupRequest({ ...repo, deliveryId: `g${n}`, action: "checks_requested", group: group(n), now })),
+    store.execute(() => acceptMergeGroupDestroyed({ ...repo, deliveryId: `x${n}`, action: "destroyed", group: group(n + 1), reason: "dequeued", now })),
+    store.execute(() => recordGroupJudgement({ ...repo, headSha: group(n + 2).headSha, success: true, members: shuffled(PULLS, n + 15).slice(0, 3).map((p) => ({ pullNumber: p.number, headSha: p.headSha })), now })),
+    store.execute(() => requeueGroupsOfPull({ ...repo, pullNumber: pull.number, headSha: HEADS[(n + 1) % HEADS.length]!, now })),
+    store.execute(() => clearGroupReset(repo.repositoryId, group(n).headSha, now)),
+    store.execute(function* () {
+      yield* acquireElectionLease(lease, now);
+      return yield* pruneMergeGroupBatch(lease, now - 3, now);
     }),
   ];
 }

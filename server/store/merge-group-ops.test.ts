@@ -2,7 +2,12 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, openMigratedStore, type TestDatabase } from "../../e2e/support/databases.ts";
 import { Database } from "bun:sqlite";
 import { checksum } from "./migrations.ts";
-import { acceptMergeGroupDestroyed, acceptMergeGroupRequest, all, claimNext, migrateDatabase, MIGRATIONS, openStore, readMergeGroup, type Store } from "./index.ts";
+import { baseEvidence } from "../evaluation/evidence-fixture.ts";
+import { recordFixture } from "../records/record-fixture.ts";
+import {
+  acceptMergeGroupDestroyed, acceptMergeGroupRequest, all, claimNext, clearGroupReset, migrateDatabase, MIGRATIONS, openStore, readGroupFences, readMemberDecisions,
+  acquireElectionLease, pruneMergeGroupBatch, readMergeGroup, recordGroupJudgement, recordPendingDecision, requeueGroupsOfPull, run, type Store,
+} from "./index.ts";
 
 /** Merge-group acceptance (migration 0012): durable, fenced like a head, one live row per group, cancelled by `destroyed`. */
 const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
@@ -31,7 +36,7 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     expect(await request("d1")).toEqual({ kind: "queued", sharedGeneration: 1 });
     expect((await jobs()).map((j) => ({ ...j, shared_generation: Number(j.shared_generation) }))).toEqual([{ kind: "merge_group", head_sha: group.headSha, base_ref: "main", shared_generation: 1, merges: 0, state: "pending" }]);
     expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toEqual({
-      installationId: 9, repositoryId: 300, headSha: group.headSha, headRef: group.headRef, baseRef: "main", baseSha: group.baseSha, state: "queued", destroyedReason: null, requestedAtMs: 1000,
+      installationId: 9, repositoryId: 300, headSha: group.headSha, headRef: group.headRef, baseRef: "main", baseSha: group.baseSha, state: "queued", destroyedReason: null, requestedAtMs: 1000, resetPending: false,
     });
     // No fast path resets a group's check: the acceptance keeps I = S, and the head has never had a check created.
     expect((await fences()).map((f) => [Number(f.shared_generation), Number(f.invalidated_generation), Number(f.check_untried)])).toEqual([[1, 1, 1]]);
@@ -74,6 +79,99 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ state: "destroyed", destroyedReason: null, baseRef: "main" });
     expect(await request("d1", 3000)).toEqual({ kind: "destroyed" });
     expect(await jobs()).toEqual([]);
+  });
+
+  const members = [{ pullNumber: 7, headSha: "7".repeat(40) }, { pullNumber: 8, headSha: "8".repeat(40) }];
+  const judged = (success: boolean, now = 3000) => store.execute(() => recordGroupJudgement({ ...repo, headSha: group.headSha, success, members, now }));
+  const requeue = (pullNumber: number, headSha: string, now = 4000) => store.execute(() => requeueGroupsOfPull({ ...repo, pullNumber, headSha, now }));
+
+  test("a group judged success is queued again, its check to be reset, when one of its pull requests is evaluated on another head", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    await store.execute(function* () { yield* run("delete from jobs"); });
+    await judged(true);
+    expect(await requeue(7, "7".repeat(40))).toBe(0);
+    expect(await jobs()).toEqual([]);
+    expect(await requeue(7, "9".repeat(40))).toBe(1);
+    expect((await jobs()).map((j) => [j.kind, j.head_sha, Number(j.shared_generation)])).toEqual([["merge_group", group.headSha, 2]]);
+    expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ resetPending: true, requestedAtMs: 4000 });
+    // Once queued again it is no longer judged success: a second evaluation queues nothing more.
+    expect(await requeue(8, "9".repeat(40))).toBe(0);
+    await store.execute(() => clearGroupReset(repo.repositoryId, group.headSha, 5000));
+    expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ resetPending: false });
+  });
+
+  test("a group judged failure, a destroyed group and another pull request are not queued again", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    await store.execute(function* () { yield* run("delete from jobs"); });
+    await judged(false);
+    expect(await requeue(7, "9".repeat(40))).toBe(0);
+    await judged(true);
+    expect(await requeue(6, "9".repeat(40))).toBe(0);
+    await destroy("x1", "merged");
+    expect(await requeue(7, "9".repeat(40))).toBe(0);
+    expect(await store.execute(function* () { return yield* all("select * from merge_group_members"); })).toEqual([]);
+  });
+
+  test("a reset of a member's head after the group was judged queues the group again; one before does not", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    await store.execute(function* () {
+      yield* run("delete from jobs");
+      yield* run("insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms, reset_at_ms) values (9, 300, $1, 1, 1, 1, 2500)", "7".repeat(40));
+    });
+    await judged(true, 3000);
+    expect(await requeue(7, "7".repeat(40))).toBe(0);
+    await store.execute(function* () { yield* run("update head_generations set reset_at_ms = 3500 where head_sha = $1", "7".repeat(40)); });
+    expect(await requeue(7, "7".repeat(40))).toBe(1);
+  });
+
+  test("a member's decision: its newest record on its head, whether a reset followed it, and whether work will decide it again", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    const { record } = recordFixture(baseEvidence());
+    const { id: _id, confirmed: _confirmed, ...body } = record;
+    const head = "7".repeat(40);
+    await store.execute(() => recordPendingDecision({ body: { ...body, repository: { id: 300, full_name: "acme/web" }, pull_request: 7, head_sha: head }, sharedGeneration: 1, digest: "x", token: null }));
+    await store.execute(function* () {
+      yield* run("update decision_records set confirmed_at_ms = published_at_ms");
+      yield* run("insert into head_generations (installation_id, repository_id, head_sha, shared_generation, invalidated_generation, updated_at_ms) values (9, 300, $1, 1, 1, 1)", head);
+    });
+    const read = () => store.execute(() => readMemberDecisions(300, [{ pullNumber: 7, headSha: head }, { pullNumber: 8, headSha: "8".repeat(40) }]));
+    const [seven, eight] = await read();
+    expect(seven).toMatchObject({ pullNumber: 7, record: { conclusion: record.conclusion, confirmed: true }, resetAfter: false, workLive: false });
+    expect(seven!.record!.body.byteLength).toBeGreaterThan(0);
+    expect(eight).toEqual({ pullNumber: 8, headSha: "8".repeat(40), record: null, resetAfter: false, workLive: false });
+    await store.execute(function* () {
+      yield* run("update head_generations set reset_at_ms = $2 where head_sha = $1", head, Date.parse(record.published_at) + 1);
+      yield* run("insert into jobs (kind, priority, installation_id, repository_id, pull_number, head_sha, run_at_ms, created_at_ms, updated_at_ms) values ('evaluation', 4, 9, 300, 8, $1, 1, 1, 1)", "8".repeat(40));
+    });
+    const [reset, evaluating] = await read();
+    expect([reset!.resetAfter, evaluating!.workLive]).toEqual([true, true]);
+  });
+
+  test("a group's fences: its head's generations, the claim's lease, a pending fan-out and whether it is still queued", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    const claimed = (await store.execute(() => claimNext("w/1", 5000, 30_000)))!;
+    const fences = (now = 5001) => store.execute(() => readGroupFences({ jobId: claimed.id, owner: "w/1", installationId: 9, repositoryId: 300, headSha: group.headSha, now }));
+    expect(await fences()).toEqual({ shared: 1, invalidated: 1, fanoutPending: false, leaseHeld: true, queued: true });
+    expect(await fences(40_000)).toMatchObject({ leaseHeld: false });
+    await destroy("x1", "dequeued", 5002);
+    expect(await fences()).toEqual({ shared: 2, invalidated: 2, fanoutPending: false, leaseHeld: true, queued: false });
+  });
+
+  test("the reconciler prunes groups untouched since the cutoff, with their members, in batches under its lease", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    const lease = { name: "reconciler", owner: "r1", ttlMs: 60_000 };
+    expect(await store.execute(() => acquireElectionLease(lease, 1000))).toBe(true);
+    await request("d1", 1000);
+    await request("d2", 9000, { ...group, headSha: "c".repeat(40) });
+    await judged(true, 1500);
+    expect(await store.execute(() => pruneMergeGroupBatch(lease, 5000, 2000))).toBe(1);
+    expect(await store.execute(function* () { return yield* all<{ head_sha: string }>("select head_sha from merge_groups"); })).toEqual([{ head_sha: "c".repeat(40) }]);
+    expect(await store.execute(function* () { return yield* all("select * from merge_group_members"); })).toEqual([]);
+    expect(await store.execute(() => pruneMergeGroupBatch({ ...lease, owner: "r2" }, 99_999, 2000))).toBeNull();
   });
 
   test("two groups of one repository are two rows", async () => {

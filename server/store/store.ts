@@ -29,7 +29,11 @@ import type { Op, OpOptions } from "./op.ts";
  *      before the closing never brings the pull request back. Tombstones go with the index: a later complete listing that
  *      does not see them, or pruning by seen_hour;
  *  4b. `merge_groups` (migration 0012), by repository and group head: written by a `merge_group` acceptance after its group
- *      head's `head_generations` row (3) and before its work row (5) (ops/merge-group-ops.ts); the worker only reads it;
+ *      head's `head_generations` row (3) and before its work row (5), by an evaluation that queues the groups holding its
+ *      pull request again (3, 4b, 5 per group, in group-head order), and by the merge-group worker alone, outside the
+ *      publication guards (its judgement, then 4c; clearing its reset flag) (ops/merge-group-ops.ts);
+ *  4c. `merge_group_members`, by repository, group head and pull request number: written after their group's row (4b) by
+ *      the worker's judgement and deleted by a `destroyed` acceptance; the evaluation's requeue only reads them;
  *   5. `jobs`, by kind in claim order (exact-head invalidation, installation-wide, repository-wide, base-specific,
  *      evaluation and merge group), then by key (head, repository, base ref, pull request number, group head);
  *   6. `pull_evaluations`, by repository and pull request number: what the last decided evaluation saw (ops/published-ops.ts);

@@ -6,6 +6,7 @@ import { LeaseLost, RetryLater } from "./errors.ts";
 import { evaluatePullRequest } from "./jobs/evaluate-pull-request.ts";
 import { fanOutBaseRef, fanOutInstallation, fanOutRepository } from "./jobs/fan-out.ts";
 import { invalidateHead } from "./jobs/invalidate-head.ts";
+import { judgeMergeGroup } from "./jobs/judge-merge-group.ts";
 
 /**
  * The worker: `concurrency` slots each claim the next row in global claim order under a lease of their own (one token per
@@ -48,6 +49,7 @@ const HANDLERS: Record<JobKind, Handler> = {
   repository_fanout: fanOutRepository,
   base_ref: fanOutBaseRef,
   evaluation: evaluatePullRequest,
+  merge_group: judgeMergeGroup,
 };
 
 /** A claim's hold on its row: `expiresAt` as last granted by the database; stop() ends the renewals for good. */

@@ -9,14 +9,14 @@ import { advanceAndQueue, currentAuthorityEpoch, queueRepositoryFanout, type Rep
  *                                        --retry----> pending with run_at in the future (backoff or provider delay)
  *                                        --expiry---> claimable again by any worker (the holder crashed or stalled)
  * 'dead' rows exist only as legacy or manual rows; nothing here creates one. Claim order is global: priority (exact-head
- * invalidation, installation-wide, repository-wide, base-specific, evaluation), then webhook-driven rows before background
+ * invalidation, installation-wide, repository-wide, base-specific, evaluation and merge group), then webhook-driven rows before background
  * ones (0003_background_work: a large scan never queues ahead of an approval), then run_at, then id.
  *
  * A lease is held by one claim (its token, see leaseToken) until lease_expires_at_ms inclusive. Only the holder of an
  * unexpired lease renews, completes, retries or reads the row as held: a claim whose lease lapsed leaves the row to the next
  * claim, which runs it again, even when nobody has claimed it yet.
  */
-export type JobKind = "head_invalidation" | "installation_fanout" | "repository_fanout" | "base_ref" | "evaluation";
+export type JobKind = "head_invalidation" | "installation_fanout" | "repository_fanout" | "base_ref" | "evaluation" | "merge_group";
 
 export type JobRow = {
   id: number;

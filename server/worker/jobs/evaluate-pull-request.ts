@@ -1,7 +1,7 @@
 import { plain, publicationOf, type BreakGlassOverride } from "../../evaluation/index.ts";
 import type { PullRequestDetails } from "../../forge/index.ts";
 import { ensureRememberedCheckInProgress } from "../../ingress/index.ts";
-import { type JobRow, readFences, readIndexedOnHead, readMergesAwaitingEnrollment, recordAudit, recordEvaluation, type RepositoryRef, supersedeAndQueue } from "../../store/index.ts";
+import { type JobRow, readFences, readIndexedOnHead, readMergesAwaitingEnrollment, recordAudit, recordEvaluation, type RepositoryRef, requeueGroupsOfPull, supersedeAndQueue } from "../../store/index.ts";
 import { settleEnrollments } from "../../records/enrollment.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { LeaseLost, RetryLater } from "../errors.ts";
@@ -32,6 +32,9 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
   // comes to (server/records/enrollment.ts). The same first read says so: no statement added to an ordinary evaluation.
   if (before.mergeAwaitingEnrollment === true) await settleMergesOf(ctx, row, repository, pullNumber, signal);
   const captured = { shared: before.shared, evaluation: before.evaluation };
+  // A queued merge group judged success that holds this pull request on another head, or on a head reset since, is judged
+  // again (DESIGN 3.14): its work row is queued, and its check goes back to in_progress before it is judged.
+  await ctx.store.execute(() => requeueGroupsOfPull({ ...repository, pullNumber, headSha: rowHead, now: ctx.now() }));
   // The fast path's read of this pull request, when it was made after the acceptance of the generation captured here.
   const handed = Number(row.evaluation_generation) === captured.evaluation
     ? ctx.pullHandoff?.take(repository.repositoryId, pullNumber, { headSha: rowHead, evaluationGeneration: captured.evaluation, nowMs: ctx.now() }) ?? null

@@ -1,0 +1,76 @@
+#!/usr/bin/env bun
+/**
+ * Merge-queue benchmark: MERGE_QUEUE_BENCH_GROUPS (default 100) approved pull requests are queued on one branch of the forge
+ * simulator at once, against the service in process on PostgreSQL (SQLite without TEST_POSTGRES_URL). The queue waits for a
+ * second required check that never comes, so every group stays queued (nothing merges and rebuilds the rest) and each
+ * `checks_requested` is answered once. Reports:
+ * - latency from each `checks_requested` delivery to the completed check on its group's commit: p50, p99, max (goal p99 < 30 s);
+ * - forge requests per group while the groups were judged, by route (goal: one GraphQL request and one check write, plus the
+ *   rule files read once per commit the groups merge onto).
+ *
+ *   bash scripts/bench.sh merge-queue          MERGE_QUEUE_BENCH_GROUPS=100
+ * Prints JSON.
+ */
+import { countsSince } from "../../server/simulator/request-counter.ts";
+import { BACKENDS } from "../support/databases.ts";
+import { addReviews } from "../../server/simulator/scenario.ts";
+import { startServiceHarness } from "../support/service.ts";
+
+const GROUPS = Number(process.env.MERGE_QUEUE_BENCH_GROUPS ?? 100);
+const TIMEOUT_MS = 300_000;
+const backend = process.env.TEST_POSTGRES_URL ? BACKENDS[1]! : BACKENDS[0]!;
+
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + TIMEOUT_MS;
+  while (!done()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(5);
+  }
+}
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+const h = await startServiceHarness(backend);
+try {
+  const { org, repo } = h.scenario;
+  const c = h.sim.control;
+  c.mergeQueues.configure({ owner: org, repo, branch: "main", requiredChecks: ["Service / approval", "ci"] });
+  // GROUPS pull requests, each changing a file of its own, approved by dave on its head and decided by the service.
+  const pulls: { number: number; head: string }[] = [];
+  for (let i = 0; i < GROUPS; i++) {
+    const { sha } = await c.commit({ owner: org, repo, branch: `bench-${i}`, files: { [`notes/${i}.md`]: `${i}\n` }, sender: "erin" });
+    const pr = await c.openPullRequest({ owner: org, repo, head: `bench-${i}`, author: "erin" });
+    addReviews(h.sim, { owner: org, repo, number: pr.number, count: 1, user: "dave", state: "APPROVED" });
+    pulls.push({ number: pr.number, head: sha });
+  }
+  // One review event each lets the service decide every head (the silent reviews above are then read).
+  for (const p of pulls) await c.submitReview({ owner: org, repo, number: p.number, user: "carol", state: "COMMENTED" });
+  await until(() => pulls.every((p) => h.checks(p.head)[0]?.conclusion === "success"), "every pull request approved");
+  await h.waitForDrainedQueue(TIMEOUT_MS);
+
+  const before = h.sim.counter.snapshot();
+  const requestedAt = new Map<string, number>();
+  const completedAt = new Map<string, number>();
+  const started = performance.now();
+  for (const p of pulls) {
+    const entry = await c.mergeQueues.enqueue({ owner: org, repo, number: p.number });
+    requestedAt.set(entry.headCommit.oid, performance.now());
+  }
+  await until(() => {
+    for (const group of requestedAt.keys()) if (!completedAt.has(group) && h.checks(group)[0]?.status === "completed") completedAt.set(group, performance.now());
+    return completedAt.size === requestedAt.size;
+  }, "every group's check completed");
+  const wallMs = performance.now() - started;
+  await h.waitForDrainedQueue(TIMEOUT_MS);
+  const counts = countsSince(before, h.sim.counter.snapshot());
+  const latencies = [...requestedAt].map(([group, at]) => completedAt.get(group)! - at).sort((a, b) => a - b);
+  const conclusions = [...requestedAt.keys()].map((group) => h.checks(group)[0]!.conclusion);
+  const perGroup = Object.fromEntries(Object.entries(counts.routes).map(([route, statuses]) => [route, Number((Object.values(statuses).reduce((a, b) => a + b, 0) / GROUPS).toFixed(2))]));
+  console.log(JSON.stringify({
+    backend, groups: GROUPS, successes: conclusions.filter((c) => c === "success").length,
+    latency_ms: { p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), max: Math.round(latencies.at(-1)!) },
+    wall_ms: Math.round(wallMs), forge_requests_per_group: perGroup, forge_requests_total: counts.total,
+  }, null, 2));
+} finally {
+  if (process.env.MERGE_QUEUE_BENCH_DEBUG) for (const line of h.logs) if (/retried|rate|governor|paced/i.test(line)) console.error(line.trim());
+  await h.stop();
+}
