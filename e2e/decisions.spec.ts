@@ -26,6 +26,8 @@ type Seeded = {
   unconfirmed: { id: string };
   unconfirmedMerge: { id: string };
   notEnrolled: { id: string; mergeCommit: string; base: string };
+  group: { id: string; head: string; decisions: string[] };
+  queueMerge: { id: string };
   blobs: { codeowners: string; repositoryPolicy: string; organizationPolicy: string };
   organizationPolicyCommit: string;
 };
@@ -50,8 +52,11 @@ async function noViolations(page: Page, what: string) {
 
 test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(11);
-  expect(await recordLinks(page)).toEqual([seeded.notEnrolled.id, seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id]);
+  await expect(rows(page)).toHaveCount(15);
+  expect(await recordLinks(page)).toEqual([
+    seeded.notEnrolled.id, seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id,
+    seeded.queueMerge.id, seeded.group.id, ...[...seeded.group.decisions].reverse(),
+  ]);
   await noViolations(page, "search page");
   await page.screenshot({ path: testInfo.outputPath("search.png"), fullPage: true });
 
@@ -157,7 +162,7 @@ test("open in playground hands the record's inputs to the playground, each file 
 
 test("the overrides filter, used from the keyboard, asks the route for overrides only and lists only the override records, each marked", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
-  await expect(rows(page)).toHaveCount(11);
+  await expect(rows(page)).toHaveCount(15);
   const filter = page.getByLabel("Break-glass overrides only");
   await expect(filter).not.toBeChecked();
   await filter.focus();
@@ -263,4 +268,23 @@ test("an unapproved merge whose decision carried an override that was never conf
   await notice.getByRole("link", { name: seeded.unconfirmed.id, exact: true }).click();
   await expect(page.getByTestId("unconfirmed")).toBeVisible();
   await expect(page.getByRole("region", { name: "Break-glass override" })).toBeVisible();
+});
+
+test("a merge group's record lists its pull requests and why each passed, and a merge through the queue links to it", async ({ page }) => {
+  await page.goto(`/decisions/?commit=${seeded.group.head}`);
+  await expect(rows(page)).toHaveCount(2);
+  expect(await recordLinks(page)).toEqual([seeded.queueMerge.id, seeded.group.id]);
+  const groupRow = rows(page).filter({ hasText: `Merge group ${seeded.group.id}` });
+  await expect(groupRow.locator("td").nth(1)).toHaveText("#45, #46");
+  await page.getByRole("link", { name: `Merge ${seeded.queueMerge.id}` }).click();
+  await expect(page.getByTestId("merge-group-link")).toHaveText(`verified in merge group ${seeded.group.id}`);
+  await page.getByTestId("merge-group-link").getByRole("link").click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(`Merge group ${seeded.group.id} into main`);
+  await expect(page.getByTestId("group-verdict")).toHaveText("Verified: Merge group verified: 2 pull requests");
+  const members = page.getByTestId("group-members").locator("tbody tr");
+  await expect(members).toHaveCount(2);
+  await expect(members.nth(0)).toContainText("passed: approved under the rules it merges onto");
+  await expect(members.nth(1)).toContainText("passed: re-evaluated under the rules it merges onto");
+  await expect(members.nth(1).getByRole("link", { name: seeded.group.decisions[1]! })).toHaveAttribute("href", `?id=${seeded.group.decisions[1]}`);
+  await noViolations(page, "merge group record");
 });

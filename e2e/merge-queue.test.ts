@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { runHistory } from "../server/commands/history.ts";
+import { loadConfig } from "../server/config/index.ts";
+import type { HistoryPage, MergeGroupRecord, MergeRecord } from "../server/records/schema.ts";
 import { all, openStore, type Store } from "../server/store/index.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { deliveryFor } from "./support/merge-queue.ts";
@@ -18,6 +21,11 @@ describe.each(BACKENDS)("merge queue through the service on %s", (backend) => {
   });
 
   const CHECK = "Service / approval";
+  const api = async <T>(path: string): Promise<T> => {
+    const response = await fetch(`${h.service.url}${path}`);
+    expect({ path, status: response.status }).toEqual({ path, status: 200 });
+    return (await response.json()) as T;
+  };
   async function start() {
     h = await startServiceHarness(backend);
     h.sim.control.mergeQueues.configure({ owner: h.scenario.org, repo: h.scenario.repo, branch: "main", requiredChecks: [CHECK] });
@@ -58,6 +66,36 @@ describe.each(BACKENDS)("merge queue through the service on %s", (backend) => {
       expect(count >= 1 && count <= index + 1).toBe(true);
     }
     expect(h.checks(groupHeads[0]!)[0]!.output.title).toBe("Merge group verified: 1 pull request");
+
+    // Each merge through the queue names the merge-group record that verified it, and `service history --commit` explains it.
+    const last = pulls[2]!;
+    const mergeCommit = pull(last.number).merged!.commitSha;
+    let merge: MergeRecord | undefined;
+    await waitUntil(async () => {
+      merge = (await api<HistoryPage>(`/api/decisions?commit=${mergeCommit}&kind=merge`)).items[0] as MergeRecord | undefined;
+      return merge !== undefined;
+    }, "the merge record of the last pull request");
+    const groupId = merge!.merge_group_id;
+    expect(merge).toMatchObject({ pull_request: last.number, head_sha: last.head, unapproved: false });
+    expect(groupId).toMatch(/^d\d+$/);
+    const group = await api<MergeGroupRecord>(`/api/decisions/${groupId}`);
+    expect(group).toMatchObject({ kind: "merge_group", confirmed: true, conclusion: "success", head_sha: groupHeads[2], base_ref: "main", title: h.checks(groupHeads[2]!)[0]!.output.title });
+    const own = group.members.at(-1)!;
+    const ownDecision = own.decision_id;
+    expect(own).toMatchObject({ pull_request: last.number, head_sha: last.head, outcome: "passed", rule_source: "recorded", reason: null });
+    expect(ownDecision).toMatch(/^d\d+$/);
+    expect(group.members.every((m) => m.outcome === "passed")).toBe(true);
+    // The group is on the page's list as one of its kind, naming its pull requests.
+    const listed = (await api<HistoryPage>(`/api/decisions?commit=${groupHeads[2]}`)).items.find((i) => i.id === group.id);
+    expect(listed).toMatchObject({ kind: "merge_group", pull_requests: group.members.map((m) => m.pull_request) });
+    const lines: string[] = [];
+    const config = { ...loadConfig({ SERVICE_DATABASE_URL: "sqlite::memory:" }, undefined, "database"), database: h.database.target };
+    const exit = await runHistory(["--repository", `${h.scenario.org}/${h.scenario.repo}`, "--commit", mergeCommit], config, { stdout: (l) => void lines.push(l), stderr: (l) => void lines.push(l) });
+    expect(exit).toBe(0);
+    const text = lines.join("\n");
+    expect(text).toContain(`merged through the merge queue: the group verified in ${group.id} held this pull request at this head`);
+    expect(text).toContain(`merge group ${group.id} on ${h.scenario.org}/${h.scenario.repo} into main: success`);
+    expect(text).toContain(`#${last.number} at ${last.head} (decision ${ownDecision}): passed: approved under the rules it merges onto`);
   }, 90_000);
 
   test("a CODEOWNERS change ahead in the queue fails the pull request behind whose owners it changes and who did not approve; the rest merges", async () => {
@@ -75,6 +113,15 @@ describe.each(BACKENDS)("merge queue through the service on %s", (backend) => {
     const failed = h.checks(groupB)[0]!;
     expect(failed.output.title).toBe(`Pull request #${b.number} may not merge: rules changed ahead of it in the queue`);
     expect(failed.output.summary).toContain(`pull request #${a.number} ahead of it changes the code-owner rules`);
+    // The group's record says which pull request was refused, why, and whose change of the rules it was judged under.
+    let recorded: MergeGroupRecord | undefined;
+    await waitUntil(async () => {
+      const item = (await api<HistoryPage>(`/api/decisions?commit=${groupB}`)).items.find((i) => i.kind === "merge_group");
+      recorded = item === undefined ? undefined : await api<MergeGroupRecord>(`/api/decisions/${item.id}`);
+      return recorded !== undefined;
+    }, "the failed group's record");
+    expect(recorded).toMatchObject({ conclusion: "failure", title: failed.output.title });
+    expect(recorded!.members.find((m) => m.pull_request === b.number)).toMatchObject({ outcome: "refused", reason: "rules_changed_ahead", changed_by: a.number });
     // #B is out; #C's group is built again on #A's, and both pass.
     await waitForQueue("#B ejected", () => entries().map((e) => e.pullRequest.number).join() === `${a.number},${c.number}`);
     const groupC = entries()[1]!.headCommit.oid;

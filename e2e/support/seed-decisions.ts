@@ -9,7 +9,10 @@
  *   - acme/widgets #44: a break-glass override (sam of the team on-call), then its merge: merged on the override;
  *   - acme/gadgets #8: an override whose reason is hostile (markup, and far longer than the record keeps), no merge;
  *   - acme/tools #3: an override never confirmed, then its merge: an unapproved merge whose decision carried an override;
- *   - acme/legacy #5: a merge in a repository whose policy does not enable the service: not enrolled, not unapproved.
+ *   - acme/legacy #5: a merge in a repository whose policy does not enable the service: not enrolled, not unapproved;
+ *   - acme/queue #45 and #46: a merge queue's group verified (#45 approved under the rules it merges onto, #46 re-evaluated
+ *     under rules changed ahead), written by the merge-group worker's own record builder and judgement, then #46's merge
+ *     through the queue, which names the group (the oldest records).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseDatabaseUrl } from "../../server/config/index.ts";
@@ -17,7 +20,9 @@ import { evaluate } from "../../server/evaluation/evaluate.ts";
 import type { EvaluationSettings, Evidence, FileRead } from "../../server/evaluation/evidence.ts";
 import { renderCheck } from "../../server/evaluation/render-check.ts";
 import { buildDecisionRecord } from "../../server/records/build.ts";
-import { openStore } from "../../server/store/index.ts";
+import type { JudgedMember } from "../../server/merge-queue/shapes.ts";
+import { listHistory, openStore, recordGroupJudgement } from "../../server/store/index.ts";
+import { groupRecordBody } from "../../server/worker/jobs/judge-merge-group.ts";
 import { SCENARIOS } from "../../web/src/scenarios.ts";
 import { seedDecision, seedMerge } from "./decision-records.ts";
 
@@ -100,6 +105,25 @@ try {
   const unconfirmedMerge = await seedMerge(store, t + 18_060_000, { repository: tools.full_name, repositoryId: tools.id, pull: 3, head: unconfirmedBody.head_sha, mergeCommit: "f0".repeat(20), mergedBy: { id: 102, login: "bob" } });
   const legacy = { id: 504, full_name: "acme/legacy" };
   const notEnrolled = await seedMerge(store, t + 21_660_000, { repository: legacy.full_name, repositoryId: legacy.id, pull: 5, head: "9a".repeat(20), mergeCommit: "9b".repeat(20), mergedBy: { id: 102, login: "bob" }, baseSha: "9c".repeat(20), enrollment: "not_enrolled" });
+  const queue = { id: 505, full_name: "acme/queue" };
+  const groupAt = t - 7_200_000;
+  const queued = [{ pull: 45, head: "45".repeat(20) }, { pull: 46, head: "46".repeat(20) }];
+  const queuedDecisions: number[] = [];
+  for (const [index, q] of queued.entries()) {
+    const body = record("owner-approves-head", queue, groupAt - 600_000 + index * 60_000, (e) => onPull(q.pull, q.head)({ ...e, repository: { ...e.repository, name: "queue" } }));
+    queuedDecisions.push(Number((await seedDecision(store, groupAt - 600_000 + index * 60_000, body)).slice(1)));
+  }
+  const groupRow = { headSha: "47".repeat(20), headRef: `refs/heads/gh-readonly-queue/main/pr-46-${"46".repeat(20)}`, baseRef: "main", baseSha: "48".repeat(20) };
+  const groupMembers: JudgedMember[] = queued.map((q, index) => ({
+    pullNumber: q.pull, headSha: q.head, recordId: queuedDecisions[index]!, ruleSource: index === 0 ? "recorded" : "reevaluated", outcome: "passed", reason: null, changedBy: null,
+  }));
+  const groupRepository = { installationId: 4, repositoryId: queue.id, owner: "acme", name: "queue" };
+  await store.execute(() => recordGroupJudgement({
+    ...groupRepository, headSha: groupRow.headSha, success: true, members: queued.map((q) => ({ pullNumber: q.pull, headSha: q.head })), now: groupAt,
+    record: { body: groupRecordBody(groupRepository, { ...groupRow, installationId: 4, repositoryId: queue.id, state: "queued", destroyedReason: null, requestedAtMs: groupAt, resetPending: false }, 947, "success", "Merge group verified: 2 pull requests", groupMembers, groupAt), sharedGeneration: 1, digest: "seeded" },
+  }));
+  const group = (await store.execute(() => listHistory({ commit: groupRow.headSha }, null, 1))).items[0]!.id;
+  const queueMerge = await seedMerge(store, groupAt + 60_000, { repository: queue.full_name, repositoryId: queue.id, pull: 46, head: queued[1]!.head, mergeCommit: groupRow.headSha, mergedBy: { id: 102, login: "bob" } });
   const output = JSON.stringify({
     approved: { id: approved, head: approvedBody.head_sha, base: approvedBody.base_sha, title: approvedBody.title, conclusion: approvedBody.conclusion },
     merged: { id: merged, mergeCommit: "5".repeat(40) },
@@ -112,6 +136,8 @@ try {
     unconfirmed: { id: unconfirmed },
     unconfirmedMerge: { id: unconfirmedMerge },
     notEnrolled: { id: notEnrolled, mergeCommit: "9b".repeat(20), base: "9c".repeat(20) },
+    group: { id: group, head: groupRow.headSha, decisions: queuedDecisions.map((n) => `d${n}`) },
+    queueMerge: { id: queueMerge },
     blobs: SEEDED_BLOBS,
     organizationPolicyCommit: ORGANIZATION_POLICY_COMMIT,
   });

@@ -250,8 +250,8 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
     const c = capture();
     expect(await runHistory(["--repository", "acme/widgets", "--overrides", "--json"], config, c.out)).toBe(0);
     const records = (JSON.parse(c.text()) as { records: HistoryRecord[] }).records;
-    expect(records.map((r) => [r.kind, r.repository.full_name, r.pull_request])).toEqual([["decision", "acme/widgets", 8], ["merge", "acme/widgets", 8]]);
-    expect(records.every((r) => (r.kind === "merge" ? r.break_glass : r.break_glass !== null))).toBe(true);
+    expect(records.map((r) => [r.kind, r.repository.full_name, r.kind === "merge_group" ? null : r.pull_request])).toEqual([["decision", "acme/widgets", 8], ["merge", "acme/widgets", 8]]);
+    expect(records.every((r) => (r.kind === "merge" ? r.break_glass : r.kind === "decision" && r.break_glass !== null))).toBe(true);
     const d = capture();
     expect(await runHistory(["--repository", "acme/widgets", "--overrides"], config, d.out)).toBe(0);
     expect(d.stdout[0]).toBe("acme/widgets: 2 records with a break-glass override, oldest first");
@@ -270,7 +270,7 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
     const c = capture();
     expect(await runHistoryExport(["--overrides"], config, c.out, { exportStream: new Writable({ write: (chunk, _e, cb) => { chunks.push(String(chunk)); cb(); } }) })).toBe(0);
     const lines = chunks.join("").split("\n").filter(Boolean).map((line) => JSON.parse(line) as HistoryRecord);
-    expect(lines.map((r) => [r.kind, r.pull_request])).toEqual([["decision", 8], ["merge", 8]]);
+    expect(lines.map((r) => [r.kind, r.kind === "merge_group" ? null : r.pull_request])).toEqual([["decision", 8], ["merge", 8]]);
     expect(lines[0]).toEqual(overridden);
   });
 

@@ -9,10 +9,10 @@ import { type EvaluationSettings, visible, visibleJson } from "../evaluation/ind
 import { createForgeClient, ForgeError, type ForgeClient } from "../forge/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
-import { describeDecisionRecord, describeMergeRecord, describeRecord } from "../records/explain.ts";
+import { describeMergeGroupRecord, describeMergeRecord, describeRecord } from "../records/explain.ts";
 import { exportHistory, OutputClosed, streamSink, type WritableLike } from "../records/export.ts";
 import { type BlobAnswer, type ReadBlob, replayRecord, replaySettings } from "../records/replay.ts";
-import { type DecisionRecord, type HistoryFilter, type HistoryRecord, RECORD_SCHEMA_VERSION, type RecordId } from "../records/schema.ts";
+import { type DecisionRecord, type HistoryFilter, type HistoryRecord, type MergeGroupRecord, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId } from "../records/schema.ts";
 import { listHistory, openStore, parseRecordId, readHistoryBatch, readHistoryRecord, type Store } from "../store/index.ts";
 import { describe as describeStoreError } from "./database.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from "./exit-codes.ts";
@@ -190,7 +190,7 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
   const parsed = parseHistoryArgs(args);
   if (typeof parsed === "string") return usageError(out, parsed, HISTORY_USAGE);
   const where = parsed.pull !== null ? `${parsed.repository}#${parsed.pull}` : parsed.commit !== null ? `${parsed.repository} at ${parsed.commit}` : parsed.repository;
-  let found: { records: HistoryRecord[]; related: Map<string, DecisionRecord | null>; more: boolean };
+  let found: { records: HistoryRecord[]; related: Map<string, DecisionRecord | null>; groups: Map<string, MergeGroupRecord | null>; more: boolean };
   try {
     found = await withStore(config, deps, async (store) => {
       const filter: HistoryFilter = {
@@ -206,15 +206,24 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
         if (record !== null) records.push(record);
       }
       // Each merge's decision, read in full when asked by commit (the answer to "why did this commit merge?").
+      // And the merge group that verified it, for a merge through the merge queue.
       const related = new Map<string, DecisionRecord | null>();
+      const groups = new Map<string, MergeGroupRecord | null>();
       if (parsed.commit !== null) {
         for (const record of records) {
-          if (record.kind !== "merge" || record.decision_id === null || related.has(record.decision_id)) continue;
-          const decision = await store.execute(() => readHistoryRecord(record.decision_id!));
-          related.set(record.decision_id, decision?.kind === "decision" ? decision : null);
+          if (record.kind !== "merge") continue;
+          if (record.decision_id !== null && !related.has(record.decision_id)) {
+            const decision = await store.execute(() => readHistoryRecord(record.decision_id!));
+            related.set(record.decision_id, decision?.kind === "decision" ? decision : null);
+          }
+          const groupId = record.merge_group_id ?? null;
+          if (groupId !== null && !groups.has(groupId)) {
+            const group = await store.execute(() => readHistoryRecord(groupId));
+            groups.set(groupId, group?.kind === "merge_group" ? group : null);
+          }
         }
       }
-      return { records, related, more: page.next_cursor !== null };
+      return { records, related, groups, more: page.next_cursor !== null };
     });
   } catch (error) {
     out.stderr(`cannot read the history of ${where}: ${describeStoreError(error)}`);
@@ -226,7 +235,7 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
   }
   if (parsed.json) {
     const shown = new Set(found.records.map((r) => r.id));
-    const related = [...found.related.values()].filter((r): r is DecisionRecord => r !== null && !shown.has(r.id));
+    const related = [...found.related.values(), ...found.groups.values()].filter((r): r is DecisionRecord | MergeGroupRecord => r !== null && !shown.has(r.id));
     rawOut.stdout(visibleJson(JSON.stringify({ schema_version: RECORD_SCHEMA_VERSION, records: [...found.records, ...related], more: found.more }, null, 2)));
     return EXIT_OK;
   }
@@ -235,14 +244,22 @@ export async function runHistory(args: readonly string[], config: Config, rawOut
     for (const record of found.records) for (const line of ["", ...describeRecord(record, undefined)]) out.stdout(line);
     return EXIT_OK;
   }
-  // By commit: the merges first (with the decision each names), then the decisions on that head none of them showed.
-  const merges = found.records.filter((r) => r.kind === "merge");
-  const shown = new Set([...found.related.keys()]);
-  const decisions = found.records.filter((r): r is DecisionRecord => r.kind === "decision" && !shown.has(r.id));
+  // By commit: the merges first (with the decision each names and the merge group that verified it), then the decisions
+  // (a pull request's, or a merge group's on its group commit) on that head none of them showed.
+  const merges = found.records.filter((r): r is MergeRecord => r.kind === "merge");
+  const shown = new Set([...found.related.keys(), ...found.groups.keys()]);
+  const decisions = found.records.filter((r): r is DecisionRecord | MergeGroupRecord => r.kind !== "merge" && !shown.has(r.id));
   out.stdout(merges.length === 0 ? `${where}: no merge recorded; the decisions on this head:` : `${where}:`);
-  for (const merge of merges) for (const line of ["", ...describeMergeRecord(merge, found.related.get((merge as { decision_id: string | null }).decision_id ?? "") ?? null)]) out.stdout(line);
+  for (const merge of merges) {
+    for (const line of ["", ...describeMergeRecord(merge, merge.decision_id === null ? null : found.related.get(merge.decision_id) ?? null)]) out.stdout(line);
+    const groupId = merge.merge_group_id ?? null;
+    if (groupId === null) continue;
+    const group = found.groups.get(groupId) ?? null;
+    if (group === null) out.stdout(`  the merge group ${groupId} is no longer kept (pruned after the retention period)`);
+    else for (const line of describeMergeGroupRecord(group)) out.stdout(`  ${line}`);
+  }
   if (merges.length > 0 && decisions.length > 0) out.stdout("\nother decisions on this head:");
-  for (const decision of decisions) for (const line of ["", ...describeDecisionRecord(decision)]) out.stdout(line);
+  for (const decision of decisions) for (const line of ["", ...describeRecord(decision)]) out.stdout(line);
   return EXIT_OK;
 }
 
@@ -320,6 +337,11 @@ export async function runHistoryReplay(args: readonly string[], config: Config, 
     return EXIT_REPLAY_NO_RECORD;
   }
   const record = read.decision;
+  if (read.record.kind === "merge_group") {
+    const decided = read.record.members.flatMap((member) => (member.decision_id === null ? [] : [member.decision_id]));
+    out.stderr(`cannot replay ${parsed.id}: it is a merge group's record; its pull requests' own decisions are replayed${decided.length === 0 ? "" : ` (${decided.join(", ")})`}`);
+    return EXIT_HISTORY_NONE;
+  }
   if (record === null) {
     const merge = read.record.kind === "merge" ? read.record : null;
     out.stderr(`cannot replay ${parsed.id}: ${merge?.decision_id == null ? "the merge names no decision of the service (nothing was decided for its head)" : `its decision ${merge.decision_id} is no longer kept`}`);

@@ -41,12 +41,47 @@ const mergeFields = {
   break_glass: t.Boolean(),
   recovered: t.Boolean({ description: "found by the reconciler among recently closed pull requests (the closed delivery was missed)" }),
   recorded_at: t.String({ format: "date-time" }),
+  merge_group_id: t.Optional(t.Union([t.String({ pattern: "^d[1-9][0-9]*$" }), t.Null()], { description: "the merge-group record that verified this pull request at this head (a merge through the merge queue)" })),
 };
 const MergeSummary = t.Object(mergeFields);
 
+const groupFields = {
+  schema_version: t.Literal(1),
+  kind: t.Literal("merge_group"),
+  id: t.String({ pattern: "^d[1-9][0-9]*$" }),
+  confirmed: t.Boolean(),
+  repository,
+  head_sha: t.String({ description: "the merge queue's group commit, on which the check was published" }),
+  base_ref: t.String(),
+  conclusion: t.Union([t.Literal("success"), t.Literal("failure")]),
+  title: t.String(),
+  published_at: t.String({ format: "date-time" }),
+};
+const MergeGroupSummary = t.Object({
+  ...groupFields,
+  break_glass: t.Literal(false),
+  pull_requests: t.Array(t.Integer(), { description: "the pull requests of the group, in queue order" }),
+});
+const MergeGroupRecordModel = t.Object({
+  ...groupFields,
+  installation_id: t.Integer(),
+  base_sha: t.String({ description: "the group's parent commit" }),
+  check_run_id: t.Union([t.Integer(), t.Null()]),
+  service: t.Object({ version: t.String(), revision: t.Union([t.String(), t.Null()]) }),
+  members: t.Array(t.Object({
+    pull_request: t.Integer(),
+    head_sha: t.String(),
+    decision_id: t.Union([t.String({ pattern: "^d[1-9][0-9]*$" }), t.Null()]),
+    rule_source: t.Union([t.Literal("recorded"), t.Literal("reevaluated"), t.Null()]),
+    outcome: t.Union([t.Literal("passed"), t.Literal("refused"), t.Literal("incomplete")]),
+    reason: t.Union([t.String(), t.Null()]),
+    changed_by: t.Union([t.Integer(), t.Null()]),
+  }), { description: "each pull request of the group, the decision the judgement took and why it passed or was refused" }),
+});
+
 export const HistoryPageModel = t.Object({
   schema_version: t.Literal(1),
-  items: t.Array(t.Union([DecisionSummary, MergeSummary]), { description: "newest first: decisions by publication time, merges by the time they were recorded" }),
+  items: t.Array(t.Union([DecisionSummary, MergeSummary, MergeGroupSummary]), { description: "newest first: decisions by publication time, merges by the time they were recorded" }),
   next_cursor: t.Union([t.String(), t.Null()], { description: "pass as `cursor` for the next page; null after the last" }),
 });
 
@@ -72,6 +107,7 @@ export const HistoryRecordModel = t.Union([
     { additionalProperties: true },
   ),
   t.Object({ ...mergeFields, installation_id: t.Integer() }),
+  MergeGroupRecordModel,
 ]);
 
 export const HistoryError = t.Object({

@@ -1,7 +1,9 @@
 // Decision and merge records in plain words (`service history`, issue 28 item 3): who approved what, on which commit, under
 // which CODEOWNERS path and blob; an unconfirmed record said as such; an unapproved merge said plainly. Lines of text only:
 // the command passes each through visible() (logins, paths and titles may hold terminal escapes).
-import { type DecisionRecord, type HistoryRecord, type MergeRecord, type RecordedApproval, type RecordedFile, recordedForgeDirectory } from "./schema.ts";
+import {
+  type DecisionRecord, type HistoryRecord, type MergeGroupRecord, type MergeRecord, type RecordedApproval, type RecordedFile, type RecordedGroupMember, recordedForgeDirectory,
+} from "./schema.ts";
 
 /** Per owner set, at most this many paths are listed (the record and `--json` have them all). */
 export const LISTED_PATHS_PER_SET = 10;
@@ -88,6 +90,9 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   } else {
     lines.push(`  approved: the service's check concluded success on the head at merge (${merge.decision_id})`);
   }
+  if (merge.merge_group_id !== undefined && merge.merge_group_id !== null) {
+    lines.push(`  merged through the merge queue: the group verified in ${merge.merge_group_id} held this pull request at this head`);
+  }
   if (merge.break_glass) lines.push("  merged under a break-glass override");
   if (merge.recovered) lines.push("  recovered by the reconciler from the recently closed pull requests (its closed delivery was missed)");
   if (merge.enrollment === "pending") lines.push("  enrollment not read yet: whether the service was enabled at the base commit is read shortly; until then an unapproved merge is not counted");
@@ -98,6 +103,32 @@ export function describeMergeRecord(merge: MergeRecord, decision: DecisionRecord
   return lines;
 }
 
+const SOURCE_WORDS: Record<NonNullable<RecordedGroupMember["rule_source"]>, string> = {
+  recorded: "approved under the rules it merges onto",
+  reevaluated: "re-evaluated with its recorded reviews under the rules it merges onto, which differ from those it was decided under",
+};
+
+function memberLine(member: RecordedGroupMember): string {
+  const decision = member.decision_id === null ? "no decision" : `decision ${member.decision_id}`;
+  const why = member.outcome === "passed"
+    ? (member.rule_source === null ? "passed" : `passed: ${SOURCE_WORDS[member.rule_source]}`)
+    : `${member.outcome === "refused" ? "REFUSED" : "not judged"}: ${member.reason ?? "no reason recorded"}${member.changed_by === null ? "" : ` (the rules were changed by #${member.changed_by} ahead in the queue)`}`;
+  return `#${member.pull_request} at ${member.head_sha} (${decision}): ${why}`;
+}
+
+/** A merge group's record, for a person: the group's commit and verdict, and each pull request of the group with why. */
+export function describeMergeGroupRecord(record: MergeGroupRecord): string[] {
+  const lines = [`merge group ${record.id} on ${record.repository.full_name} into ${record.base_ref}: ${record.conclusion}, published ${record.published_at}`];
+  lines.push(`  group commit ${record.head_sha}, parent ${record.base_sha}, check run ${record.check_run_id ?? "unknown"}`);
+  lines.push(`  title: ${record.title}`);
+  lines.push(`  by service ${record.service.version}${record.service.revision === null ? "" : ` (revision ${record.service.revision})`}`);
+  for (const member of record.members) lines.push(`  ${memberLine(member)}`);
+  if (record.members.length === 0) lines.push("  no pull request was judged (the queue's entries could not be read)");
+  return lines;
+}
+
 export function describeRecord(record: HistoryRecord, related?: DecisionRecord | null): string[] {
-  return record.kind === "decision" ? describeDecisionRecord(record) : describeMergeRecord(record, related);
+  if (record.kind === "decision") return describeDecisionRecord(record);
+  if (record.kind === "merge_group") return describeMergeGroupRecord(record);
+  return describeMergeRecord(record, related);
 }

@@ -191,14 +191,67 @@ export interface MergeRecord {
   /** Found by the reconciler among recently closed pull requests (its `closed` delivery was missed). */
   readonly recovered: boolean;
   readonly recorded_at: string;
+  /**
+   * The newest merge-group record that verified this pull request at this head (a merge through the merge queue), if any.
+   * Added within schema version 1: absent from older records.
+   */
+  readonly merge_group_id?: `d${number}` | null;
 }
 
-export type HistoryRecord = DecisionRecord | MergeRecord;
+/** A pull request of a merge group as the group's judgement took it. */
+export interface RecordedGroupMember {
+  readonly pull_request: number;
+  /** Its head in the group. */
+  readonly head_sha: string;
+  /** The decision record the judgement took for that head (null: none). */
+  readonly decision_id: `d${number}` | null;
+  /** Which rules approved it: those it was decided under (`recorded`) or a re-evaluation under those it merges onto. */
+  readonly rule_source: "recorded" | "reevaluated" | null;
+  readonly outcome: "passed" | "refused" | "incomplete";
+  /** Why it did not pass (a reason code of the group's check), else null. */
+  readonly reason: string | null;
+  /** For `rules_changed_ahead`: the pull request ahead in the queue whose change of the rules it was judged under. */
+  readonly changed_by: number | null;
+}
+
+/**
+ * A merge group's judgement (the merge queue's temporary commit): written with the completing check write on the group's
+ * head, in the same table and ID space as decisions, so history, export and the page list it with them. Never replayed:
+ * each member's own decision record is.
+ */
+export interface MergeGroupRecord {
+  readonly schema_version: typeof RECORD_SCHEMA_VERSION;
+  readonly kind: "merge_group";
+  readonly id: `d${number}`;
+  /** Always true: it is written once the check write was answered. */
+  readonly confirmed: boolean;
+  readonly installation_id: number;
+  readonly repository: RecordedRepository;
+  /** The group's commit, on which the check was published. */
+  readonly head_sha: string;
+  readonly base_ref: string;
+  /** The group's parent commit. */
+  readonly base_sha: string;
+  readonly check_run_id: number | null;
+  readonly conclusion: "success" | "failure";
+  readonly title: string;
+  readonly published_at: string;
+  readonly service: { readonly version: string; readonly revision: string | null };
+  /** The pull requests of the group in queue order (the group's own last). */
+  readonly members: readonly RecordedGroupMember[];
+}
+
+export type HistoryRecord = DecisionRecord | MergeRecord | MergeGroupRecord;
 
 /** One line of `GET /api/decisions` (the full record is `GET /api/decisions/{id}`). */
 export type HistorySummary =
   | (Pick<DecisionRecord, "schema_version" | "kind" | "id" | "confirmed" | "repository" | "pull_request" | "head_sha" | "conclusion" | "title" | "published_at"> & { readonly break_glass: boolean })
-  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "reset_at" | "enrollment" | "break_glass" | "recovered" | "recorded_at">;
+  | Pick<MergeRecord, "schema_version" | "kind" | "id" | "repository" | "pull_request" | "head_sha" | "merge_commit_sha" | "merged_by" | "merged_at" | "decision_id" | "decision_conclusion" | "unapproved" | "reset_at" | "enrollment" | "break_glass" | "recovered" | "recorded_at" | "merge_group_id">
+  | (Pick<MergeGroupRecord, "schema_version" | "kind" | "id" | "confirmed" | "repository" | "head_sha" | "base_ref" | "conclusion" | "title" | "published_at"> & {
+    /** Always false: a group is never overridden (its pull requests' decisions may be). */
+    readonly break_glass: false;
+    readonly pull_requests: readonly number[];
+  });
 
 /** The filters of the history routes and commands. `commit` matches a decision's head or a merge's head or merge commit. */
 export interface HistoryFilter {

@@ -86,7 +86,7 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
     expect(second as unknown).toEqual({
       schema_version: 1, kind: "merge", id: m1, installation_id: 4, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7,
       head_sha: HEAD, merge_commit_sha: MERGE_COMMIT, merged_by: { id: 501, login: "octocat" }, merged_at: new Date(995).toISOString(),
-      decision_id: d1, decision_conclusion: "success", unapproved: false, reset_at: null, base_sha: null, enrollment: "pending", break_glass: false, recovered: false,
+      decision_id: d1, decision_conclusion: "success", unapproved: false, reset_at: null, base_sha: null, enrollment: "pending", break_glass: false, recovered: false, merge_group_id: null,
       recorded_at: new Date(1000).toISOString(),
     });
     expect(last).toMatchObject({ id: d2, confirmed: false, conclusion: "failure", title: "Missing approval" });
@@ -144,7 +144,7 @@ describe.each(BACKENDS)("decision history on %s", (backend) => {
       {
         schema_version: 1, kind: "merge", id: m, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7, head_sha: HEAD, merge_commit_sha: null,
         merged_by: { id: 501, login: "octocat" }, merged_at: new Date(1995).toISOString(), decision_id: d, decision_conclusion: "success", unapproved: true,
-        reset_at: null, base_sha: null, enrollment: "pending", break_glass: true, recovered: false, recorded_at: new Date(2000).toISOString(),
+        reset_at: null, base_sha: null, enrollment: "pending", break_glass: true, recovered: false, merge_group_id: null, recorded_at: new Date(2000).toISOString(),
       },
       {
         schema_version: 1, kind: "decision", id: d, confirmed: false, repository: { id: 40, full_name: "Acme/Web" }, pull_request: 7, head_sha: HEAD,

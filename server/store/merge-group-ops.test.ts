@@ -6,8 +6,10 @@ import { baseEvidence } from "../evaluation/evidence-fixture.ts";
 import { recordFixture } from "../records/record-fixture.ts";
 import {
   acceptMergeGroupDestroyed, acceptMergeGroupRequest, all, claimNext, clearGroupReset, migrateDatabase, MIGRATIONS, openStore, readGroupFences, readMemberDecisions,
-  acquireElectionLease, pruneMergeGroupBatch, readMergeGroup, recordGroupJudgement, recordPendingDecision, requeueGroupsOfPull, run, type Store,
+  acquireElectionLease, listHistory, pruneMergeGroupBatch, readHistoryRecord, readMergeGroup, recordGroupJudgement, recordMerge, recordPendingDecision, requeueGroupsOfPull, run, type Store,
 } from "./index.ts";
+import type { JudgedMember } from "../merge-queue/shapes.ts";
+import { groupRecordBody } from "../worker/jobs/judge-merge-group.ts";
 
 /** Merge-group acceptance (migration 0012): durable, fenced like a head, one live row per group, cancelled by `destroyed`. */
 const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
@@ -99,6 +101,49 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     expect(await requeue(8, "9".repeat(40))).toBe(0);
     await store.execute(() => clearGroupReset(repo.repositoryId, group.headSha, 5000));
     expect(await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha))).toMatchObject({ resetPending: false });
+  });
+
+  test("a group's judgement writes its merge_group record once per result and generation; a merge of a member at its head names it", async () => {
+    ({ database, store } = await openMigratedStore(backend));
+    await request("d1");
+    const row = (await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha)))!;
+    const judgedMembers: JudgedMember[] = members.map((m, index) => ({ pullNumber: m.pullNumber, headSha: m.headSha, recordId: 40 + index, ruleSource: index === 0 ? "recorded" : "reevaluated", outcome: "passed", reason: null, changedBy: null }));
+    const judge = (success: boolean, generation: number, now: number) => store.execute(() => recordGroupJudgement({
+      ...repo, headSha: group.headSha, success, members, now,
+      record: { body: groupRecordBody(repo, row, 555, success ? "success" : "failure", "Merge group verified: 2 pull requests", judgedMembers, now), sharedGeneration: generation, digest: success ? "ok" : "bad" },
+    }));
+    await judge(true, 1, 3000);
+    await judge(true, 1, 3500); // the same result published again at the same generation: no second record
+    const page = await store.execute(() => listHistory({ repository: "ACME/web" }, null, 10));
+    const groupId = page.items[0]!.id as `d${number}`;
+    expect(page.items).toEqual([{
+      schema_version: 1, kind: "merge_group", id: groupId, confirmed: true, repository: { id: 300, full_name: "acme/web" }, head_sha: group.headSha,
+      base_ref: "main", conclusion: "success", title: "Merge group verified: 2 pull requests", published_at: new Date(3000).toISOString(), break_glass: false, pull_requests: [7, 8],
+    }]);
+    expect(await store.execute(() => readHistoryRecord(groupId))).toMatchObject({
+      kind: "merge_group", base_sha: group.baseSha, check_run_id: 555,
+      members: [
+        { pull_request: 7, head_sha: members[0]!.headSha, decision_id: "d40", rule_source: "recorded", outcome: "passed", reason: null, changed_by: null },
+        { pull_request: 8, head_sha: members[1]!.headSha, decision_id: "d41", rule_source: "reevaluated", outcome: "passed", reason: null, changed_by: null },
+      ],
+    });
+    // Not a pull request's decision: a merge of #7 finds no decision of its own in it, but names the group that verified it.
+    const mergeOf = (pullNumber: number, headSha: string) => store.execute(() => recordMerge({
+      installationId: 9, repositoryId: 300, repositoryFullName: "acme/web", pullNumber, headSha, mergeCommitSha: group.headSha, baseSha: group.baseSha, mergedBy: null, mergedAtMs: 4000, recovered: false, now: 4000,
+    }));
+    const merged = (await mergeOf(7, members[0]!.headSha))!;
+    expect(await store.execute(() => readHistoryRecord(`m${merged.id}`))).toMatchObject({ kind: "merge", decision_id: null, unapproved: true, merge_group_id: groupId });
+    // Another head of #7, and a pull request of no group: no group is named.
+    const otherHead = (await mergeOf(7, "9".repeat(40)))!;
+    expect(await store.execute(() => readHistoryRecord(`m${otherHead.id}`))).toMatchObject({ merge_group_id: null });
+    const elsewhere = (await mergeOf(9, "9".repeat(40)))!;
+    expect(await store.execute(() => readHistoryRecord(`m${elsewhere.id}`))).toMatchObject({ merge_group_id: null });
+    // Judged failure later (a new generation): a second record, and the group no longer holds its members.
+    await judge(false, 2, 5000);
+    const after = await store.execute(() => listHistory({ repository: "acme/web", kind: "decision" }, null, 10));
+    expect(after.items.map((item) => [item.kind, item.kind === "merge" ? null : item.conclusion])).toEqual([["merge_group", "failure"], ["merge_group", "success"]]);
+    const late = (await mergeOf(8, members[1]!.headSha))!;
+    expect(await store.execute(() => readHistoryRecord(`m${late.id}`))).toMatchObject({ merge_group_id: null });
   });
 
   test("a group judged failure, a destroyed group and another pull request are not queued again", async () => {

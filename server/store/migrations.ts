@@ -23,6 +23,8 @@ import pg0011 from "../../migrations/postgres/0011_open_pull_tombstones.sql" wit
 import lite0011 from "../../migrations/sqlite/0011_open_pull_tombstones.sql" with { type: "text" };
 import pg0012 from "../../migrations/postgres/0012_merge_groups.sql" with { type: "text" };
 import lite0012 from "../../migrations/sqlite/0012_merge_groups.sql" with { type: "text" };
+import pg0013 from "../../migrations/postgres/0013_merge_group_records.sql" with { type: "text" };
+import lite0013 from "../../migrations/sqlite/0013_merge_group_records.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -44,6 +46,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: "0010_resets_and_enrollment", postgres: pg0010, sqlite: lite0010 },
   { version: 11, name: "0011_open_pull_tombstones", postgres: pg0011, sqlite: lite0011 },
   { version: 12, name: "0012_merge_groups", postgres: pg0012, sqlite: lite0012 },
+  { version: 13, name: "0013_merge_group_records", postgres: pg0013, sqlite: lite0013 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

@@ -1,6 +1,6 @@
-import { decisionRecordOf, decodeRecordBody } from "../../records/codec.ts";
+import { decodeStoredBody, storedRecordOf } from "../../records/codec.ts";
 import {
-  type DecisionRecord, type HistoryFilter, type HistoryPage, type HistoryRecord, type HistorySummary, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId,
+  type DecisionRecord, type HistoryFilter, type HistoryPage, type HistoryRecord, type HistorySummary, type MergeGroupRecord, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId,
 } from "../../records/schema.ts";
 import { all, one, type Op } from "../op.ts";
 
@@ -130,13 +130,14 @@ type MergeRow = {
   id: number; installation_id: number; repository_id: number; repository_full_name: string; pull_number: number; head_sha: string;
   merge_commit_sha: string | null; merged_by_id: number | null; merged_by_login: string | null; merged_at_ms: number | null;
   decision_id: number | null; decision_conclusion: string | null; unapproved: unknown; reset_at_ms: number | null; base_sha: string | null; enrollment: string | null; break_glass: unknown; recovered: unknown; t: number;
+  merge_group_id: number | null;
 };
 type Fetched = { readonly kind: "decision"; readonly row: DecisionRow } | { readonly kind: "merge"; readonly row: MergeRow };
 
 /** Without the body: a page's bodies are read after it is cut (withBodies), so rows past the page never load theirs. */
 const DECISION_COLUMNS = "id, confirmed_at_ms, break_glass, published_at_ms as t, body_bytes";
 const MERGE_COLUMNS = `id, installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-  merged_at_ms, decision_id, decision_conclusion, unapproved, reset_at_ms, base_sha, enrollment, break_glass, recovered, recorded_at_ms as t`;
+  merged_at_ms, decision_id, decision_conclusion, unapproved, reset_at_ms, base_sha, enrollment, break_glass, recovered, recorded_at_ms as t, merge_group_id`;
 
 /**
  * The merged order past the position: at most `limit + 1` rows of each table (one statement each), merged, and the first
@@ -241,9 +242,10 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(Number(ms)).toISOString();
 }
 
-function decisionOf(row: DecisionRow): DecisionRecord {
+/** A row of decision_records: a pull request's decision, or a merge group's (its body says which). */
+function decisionOf(row: DecisionRow): DecisionRecord | MergeGroupRecord {
   if (row.body === undefined) throw new Error("history-ops: a decision row without its body");
-  return decisionRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms, published_at_ms: row.t }, decodeRecordBody(row.body));
+  return storedRecordOf({ id: row.id, confirmed_at_ms: row.confirmed_at_ms, published_at_ms: row.t }, decodeStoredBody(row.body));
 }
 
 function mergeOf(row: MergeRow): MergeRecord {
@@ -267,6 +269,7 @@ function mergeOf(row: MergeRow): MergeRecord {
     break_glass: flag(row.break_glass),
     recovered: flag(row.recovered),
     recorded_at: iso(row.t)!,
+    merge_group_id: row.merge_group_id === null || row.merge_group_id === undefined ? null : `d${Number(row.merge_group_id)}`,
   };
 }
 
@@ -280,6 +283,13 @@ function summaryOf(fetched: Fetched): HistorySummary {
     return summary;
   }
   const record = decisionOf(fetched.row);
+  if (record.kind === "merge_group") {
+    return {
+      schema_version: record.schema_version, kind: "merge_group", id: record.id, repository: record.repository, head_sha: record.head_sha,
+      base_ref: record.base_ref, conclusion: record.conclusion, title: record.title, published_at: record.published_at, confirmed: record.confirmed,
+      break_glass: false, pull_requests: record.members.map((member) => member.pull_request),
+    };
+  }
   return {
     schema_version: record.schema_version, kind: "decision", id: record.id, confirmed: record.confirmed, repository: record.repository,
     pull_request: record.pull_request, head_sha: record.head_sha, conclusion: record.conclusion, title: record.title,

@@ -1,3 +1,4 @@
+import { encodeRecordBody, type MergeGroupRecordBody } from "../../records/codec.ts";
 import { all, batch, lone, one, type Op, query, run } from "../op.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 import { MERGE_INTO_LIVE_ROW, type RepositoryRef, retainDelivery } from "./work-rows.ts";
@@ -202,8 +203,20 @@ export function* readMemberDecisions(repositoryId: number, members: readonly { r
  * reset of one of them before the group merges queues the group's judgement again: requeueGroupsOfPull). Lock order: the
  * group's row (4b), then its members (4c).
  */
-export function* recordGroupJudgement(input: RepositoryRef & { readonly headSha: string; readonly success: boolean; readonly members: readonly { readonly pullNumber: number; readonly headSha: string }[]; readonly now: number }): Op<void> {
+export function* recordGroupJudgement(input: RepositoryRef & {
+  readonly headSha: string;
+  readonly success: boolean;
+  readonly members: readonly { readonly pullNumber: number; readonly headSha: string }[];
+  readonly now: number;
+  /**
+   * The group's record (kind merge_group) with the publication facts that key it: the group head's S the verdict was
+   * published at and the check's digest (a judgement published again with the same result at the same S writes no second
+   * record). Written confirmed: the check write it records was answered.
+   */
+  readonly record?: { readonly body: MergeGroupRecordBody; readonly sharedGeneration: number; readonly digest: string };
+}): Op<void> {
   const members = input.success ? [...input.members].sort((a, b) => a.pullNumber - b.pullNumber) : [];
+  const record = input.record;
   yield* batch([
     query("run", "update merge_groups set judged_at_ms = $3, judged_success = $4, updated_at_ms = $3 where repository_id = $1 and head_sha = $2", input.repositoryId, input.headSha, input.now, input.success),
     query("run", "delete from merge_group_members where repository_id = $1 and group_head_sha = $2", input.repositoryId, input.headSha),
@@ -212,7 +225,23 @@ export function* recordGroupJudgement(input: RepositoryRef & { readonly headSha:
       "insert into merge_group_members (installation_id, repository_id, group_head_sha, pull_number, head_sha) values ($1, $2, $3, $4, $5) on conflict (repository_id, group_head_sha, pull_number) do update set head_sha = excluded.head_sha",
       input.installationId, input.repositoryId, input.headSha, member.pullNumber, member.headSha,
     )),
+    // The group's record last (7a after 4c in the lock order); pull request number 0, which no pull request has, keeps it out
+    // of every per-pull-request read of the records (a merge's decision, a member's newest decision).
+    ...(record === undefined ? [] : [groupRecordQuery(input, record)]),
   ], { last: true });
+}
+
+function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: NonNullable<Parameters<typeof recordGroupJudgement>[0]["record"]>) {
+  const encoded = encodeRecordBody(record.body);
+  return query(
+    "run",
+    `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
+       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body)
+     values ($1, $2, $3, 0, $4, $5, $6, null, $7, false, $8, $8, $9, $10)
+     on conflict (repository_id, head_sha, shared_generation, digest) do nothing`,
+    input.installationId, input.repositoryId, record.body.repository.full_name, input.headSha, record.sharedGeneration, record.digest,
+    record.body.conclusion, input.now, encoded.size, Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength),
+  );
 }
 
 /**

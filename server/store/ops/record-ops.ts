@@ -152,7 +152,9 @@ export type RecordedMerge = { readonly id: number; readonly pullNumber: number; 
  * and a reset to in_progress withdrew that success; the merge record keeps the reset's time); a recovered merge only by the
  * records published before its merge time, but by any reset after that record: a later reset may hide an earlier one, so it
  * fails closed. Clocks: the reset's time and the record's are the service's own, and the next success after a reset is
- * published only once the reset is written (the fences), so it is never older than the reset. Writes nothing
+ * published only once the reset is written (the fences), so it is never older than the reset. A merge through the merge
+ * queue also names the newest merge-group record that verified the pull request at that head (merge_group_id; a group's
+ * members are kept while the group is judged success, migration 0012): evidence, not approval. Writes nothing
  * when the merge is recorded already (redelivery, or the reconciler and the delivery both saw it): then it answers no row.
  * CAST rather than `::`: both dialects read it.
  */
@@ -160,12 +162,15 @@ export function mergeRecordQuery(input: MergeInput): Query {
   return query(
     "one",
     `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms, base_sha)
+       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms, base_sha, merge_group_id)
      select CAST($1 AS bigint), CAST($2 AS bigint), CAST($3 AS text), CAST($4 AS integer), CAST($5 AS text), CAST($6 AS text), CAST($7 AS bigint), CAST($8 AS text),
        CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null and (g.reset_at_ms is null or g.reset_at_ms <= d.published_at_ms), false),
        coalesce(d.break_glass, false), CAST($10 AS boolean), CAST($11 AS bigint),
        case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end,
-       CAST($13 AS text)
+       CAST($13 AS text),
+       (select max(r.id) from merge_group_members m
+        join decision_records r on r.repository_id = m.repository_id and r.head_sha = m.group_head_sha and r.pull_number = 0 and r.conclusion = 'success'
+        where m.repository_id = $2 and m.pull_number = $4 and m.head_sha = $5)
      from (select 1 as here) one left join (
        select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
        where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1

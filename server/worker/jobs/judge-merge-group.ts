@@ -2,10 +2,12 @@ import type { FileRead } from "../../evaluation/index.ts";
 import { type CheckOutput, ForgeError, type ManagedCheck } from "../../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../../policy/bounds.ts";
 import { createCheck, ensureRememberedCheckInProgress, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, writeUnlessGone } from "../../ingress/index.ts";
-import { knownCheck, noCheckCanExist } from "../../ingress/check-memory.ts";
+import { checkDigest, knownCheck, noCheckCanExist } from "../../ingress/check-memory.ts";
+import { APPLICATION_VERSION, BUILD_REVISION_VALUE } from "../../build-info.ts";
 import { groupCheckText, groupMembers, judgeGroup, needsReevaluation, reevaluationEvidence, rulesOfReads, rulesOfRecord } from "../../merge-queue/judge.ts";
-import type { GroupMember, GroupVerdict, HeadDecision, MemberEvidence, QueueAnswer, Reevaluation } from "../../merge-queue/shapes.ts";
-import { decodeRecordBody, type DecisionRecordBody } from "../../records/codec.ts";
+import type { GroupMember, GroupVerdict, HeadDecision, JudgedMember, MemberEvidence, QueueAnswer, Reevaluation } from "../../merge-queue/shapes.ts";
+import { decodeRecordBody, type DecisionRecordBody, type MergeGroupRecordBody } from "../../records/codec.ts";
+import { RECORD_SCHEMA_VERSION } from "../../records/schema.ts";
 import { clearGroupReset, type GroupFences, type JobRow, lone, recordGroupJudgement, type MemberDecisionRow, type MergeGroupRow, readGroupFences, readMemberDecisions, readMergeGroup, recordAudit, type RepositoryRef } from "../../store/index.ts";
 import { type JobOutcome, leaseOf, priorityOf, repositoryOf, type WorkerContext } from "../context.ts";
 import { LeaseLost, RetryLater } from "../errors.ts";
@@ -58,14 +60,50 @@ export async function judgeMergeGroup(ctx: WorkerContext, row: JobRow, signal: A
   const conclusion = verdict.kind === "success" ? "success" : "failure";
   const output = groupCheckText(verdict);
   const result = await publishGroup(ctx, target, captured, conclusion, output, fences, signal);
-  if (result === "fenced") {
+  if (result.kind === "fenced") {
     // A newer request for the group merged into this row (it runs again), or the group was destroyed (nothing to publish).
     return { kind: "done", note: "merge group fenced" };
   }
   const members = verdict.members.map((member) => ({ pullNumber: member.pullNumber, headSha: member.headSha }));
-  await ctx.store.execute(() => recordGroupJudgement({ ...repository, headSha, success: conclusion === "success", members, now: ctx.now() }));
+  const now = ctx.now();
+  const record = {
+    body: groupRecordBody(repository, group, result.checkRunId, conclusion, output.title, verdict.members, now),
+    sharedGeneration: captured,
+    digest: checkDigest(conclusion, output),
+  };
+  await ctx.store.execute(() => recordGroupJudgement({ ...repository, headSha, success: conclusion === "success", members, now, record }));
   ctx.log.info({ job: row.id, conclusion, members: verdict.members.length, reason: verdict.kind === "failure" ? verdict.refused.reason : verdict.kind === "incomplete" ? verdict.reason : null }, "merge group judged");
   return { kind: "done", note: `merge group ${conclusion}` };
+}
+
+/** The group's record (kind merge_group): the verdict with each pull request's decision and why it passed or was refused. */
+export function groupRecordBody(
+  repository: RepositoryRef, group: MergeGroupRow, checkRunId: number | null, conclusion: "success" | "failure", title: string,
+  members: readonly JudgedMember[], now: number,
+): MergeGroupRecordBody {
+  return {
+    schema_version: RECORD_SCHEMA_VERSION,
+    kind: "merge_group",
+    installation_id: repository.installationId,
+    repository: { id: repository.repositoryId, full_name: `${repository.owner}/${repository.name}` },
+    head_sha: group.headSha,
+    base_ref: group.baseRef,
+    base_sha: group.baseSha,
+    check_run_id: checkRunId,
+    conclusion,
+    title,
+    published_at: new Date(now).toISOString(),
+    service: { version: APPLICATION_VERSION, revision: BUILD_REVISION_VALUE },
+    members: members.map((member) => ({
+      pull_request: member.pullNumber,
+      head_sha: member.headSha,
+      decision_id: member.recordId === null ? null : `d${member.recordId}`,
+      rule_source: member.ruleSource,
+      outcome: member.outcome,
+      reason: member.reason,
+      changed_by: member.changedBy,
+    })),
+  };
 }
 
 /** Gathers the evidence and judges. A forge failure while the window is open is thrown (the row retries, rate limits by their delay). */
@@ -156,7 +194,7 @@ const GROUP_RESET_OUTPUT: CheckOutput = {
 async function publishGroup(
   ctx: WorkerContext, target: HeadCheckTarget, captured: number, conclusion: "success" | "failure", output: CheckOutput,
   fences: () => Promise<GroupFences>, signal: AbortSignal,
-): Promise<"published" | "fenced"> {
+): Promise<{ readonly kind: "published"; readonly checkRunId: number | null } | { readonly kind: "fenced" }> {
   const publishable = (f: GroupFences) => f.shared === captured && f.invalidated === f.shared && !f.fanoutPending && f.queued;
   let release: () => Promise<void>;
   try {
@@ -171,7 +209,7 @@ async function publishGroup(
     if (!before.leaseHeld) throw new LeaseLost();
     if (!publishable(before)) {
       if (before.fanoutPending && before.queued && before.shared === captured) throw new RetryLater("merge_group_fanout_pending");
-      return "fenced";
+      return { kind: "fenced" };
     }
     const complete = (found: ManagedCheck) => ctx.forge.completeCheck(target, found, conclusion, output, new Date(ctx.now()), { signal });
     try {
@@ -197,14 +235,14 @@ async function publishGroup(
       // A destroyed group is gone from the queue, which already acted on what it saw: nothing is left to reset.
       if (after.queued || !after.leaseHeld) await shieldedReset(ctx, target, check);
       if (!after.leaseHeld) throw new LeaseLost();
-      return "fenced";
+      return { kind: "fenced" };
     }
     ctx.metrics.evaluations.inc({ conclusion });
     await ctx.store.execute(() =>
       lone(recordAudit({ kind: "conclusion", installationId: target.installationId, repositoryId: target.repositoryId, pullNumber: null, headSha: target.headSha, outcome: conclusion, detail: { merge_group: true, check_run_id: check!.id, shared_generation: captured }, now: ctx.now() })),
     ).catch((error) => ctx.log.warn({ code: (error as { code?: string }).code ?? "database" }, "audit row for a merge group's conclusion could not be written"));
     ctx.onTransition?.({ pullNumber: null, headSha: target.headSha, status: "completed", conclusion, title: output.title });
-    return "published";
+    return { kind: "published", checkRunId: check?.id ?? null };
   } finally {
     await release();
   }

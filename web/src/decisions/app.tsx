@@ -3,11 +3,13 @@
 // the commit read), unapproved merges highlighted, unconfirmed records marked, and its inputs handed to the playground.
 // A break-glass override (issue 29 item 4) is shown plainly: a badge on its decision and merge rows, a search filter
 // (`overrides=true`), the reviewer, team, review and reason on its decision, and the merge of an overridden head says so.
+// A merge group's record (the merge queue's group commit) lists its pull requests and why each passed or was refused, and
+// a merge through the queue links to it.
 // Addresses: `/decisions/?repository=…&pull=…&commit=…&unapproved=true&overrides=true` (a search) and `/decisions/?id=d12`
 // (a record), so every view is a link an operator can share inside the operator network.
 import { type ReactNode, useEffect, useState } from "react";
 import { DEFAULT_FORGE_DIRECTORY } from "../../../server/policy/forge-directory.ts";
-import type { DecisionRecord, HistoryRecord, RecordedBreakGlass, HistorySummary, MergeRecord, RecordedApproval, RecordedFile } from "../../../server/records/schema.ts";
+import type { DecisionRecord, HistoryRecord, RecordedBreakGlass, HistorySummary, MergeGroupRecord, MergeRecord, RecordedApproval, RecordedFile } from "../../../server/records/schema.ts";
 import { listRecords, readRecord, searchQuery, type ApiError } from "./api.ts";
 import { type Handoff, handoffOf, playgroundHref } from "./handoff.ts";
 import { blobUrl, commitUrl, forgeOrigin, pullUrl } from "./links.ts";
@@ -132,9 +134,9 @@ function SearchPage(props: { params: URLSearchParams }) {
             <tbody>
               {items.map((item) => (
                 <tr key={item.id} className={item.kind === "merge" && item.unapproved ? "unapproved" : item.break_glass ? "override" : undefined}>
-                  <th scope="row"><a href={`?id=${item.id}`}>{item.kind === "merge" ? "Merge" : "Decision"} {item.id}</a></th>
+                  <th scope="row"><a href={`?id=${item.id}`}>{item.kind === "merge" ? "Merge" : item.kind === "merge_group" ? "Merge group" : "Decision"} {item.id}</a></th>
                   <td>{item.repository.full_name}</td>
-                  <td>#{item.pull_request}</td>
+                  <td>{item.kind === "merge_group" ? item.pull_requests.map((n) => `#${n}`).join(", ") : `#${item.pull_request}`}</td>
                   <td><code title={item.kind === "merge" && item.merge_commit_sha !== null ? item.merge_commit_sha : item.head_sha}>{short(item.kind === "merge" && item.merge_commit_sha !== null ? item.merge_commit_sha : item.head_sha)}</code></td>
                   <td><SummaryResult item={item} /></td>
                   <td><time dateTime={item.kind === "merge" ? item.recorded_at : item.published_at}>{item.kind === "merge" ? item.recorded_at : item.published_at}</time></td>
@@ -381,8 +383,53 @@ function MergeView(props: { record: MergeRecord; settings: PageSettings }) {
         <dt>Merged by</dt><dd>{record.merged_by === null ? "not known" : <>{record.merged_by.login} <span className="muted">(user {record.merged_by.id})</span></>}</dd>
         <dt>Merged at</dt><dd>{record.merged_at === null ? "not known" : <time dateTime={record.merged_at}>{record.merged_at}</time>}</dd>
         <dt>Decision</dt><dd>{record.decision_id === null ? "none recorded for the head at merge" : <><a href={`?id=${record.decision_id}`}>{record.decision_id}</a> ({record.decision_conclusion})</>}</dd>
+        {record.merge_group_id === undefined || record.merge_group_id === null ? null : (
+          <><dt>Merge queue</dt><dd data-testid="merge-group-link">verified in merge group <a href={`?id=${record.merge_group_id}`}>{record.merge_group_id}</a></dd></>
+        )}
         <dt>Recorded</dt><dd><time dateTime={record.recorded_at}>{record.recorded_at}</time>{record.recovered ? " (recovered by the reconciler: the closed delivery was missed)" : ""}</dd>
       </dl>
+    </article>
+  );
+}
+
+const MEMBER_SOURCE: Record<NonNullable<MergeGroupRecord["members"][number]["rule_source"]>, string> = {
+  recorded: "approved under the rules it merges onto",
+  reevaluated: "re-evaluated under the rules it merges onto",
+};
+
+function MergeGroupView(props: { record: MergeGroupRecord; settings: PageSettings }) {
+  const { record, settings } = props;
+  const full = record.repository.full_name;
+  return (
+    <article aria-labelledby="record-heading">
+      <h1 id="record-heading">Merge group {record.id} into {record.base_ref}</h1>
+      <p className={record.conclusion === "success" ? "notice ok-notice" : "notice unapproved-notice"} data-testid="group-verdict">
+        <strong>{record.conclusion === "success" ? "Verified" : "Refused"}:</strong> {record.title}
+      </p>
+      <dl className="facts">
+        <dt>Repository</dt><dd>{full} <span className="muted">(ID {record.repository.id})</span></dd>
+        <dt>Group commit</dt><dd><Sha sha={record.head_sha} href={commitUrl(settings.web, full, record.head_sha)} /></dd>
+        <dt>Parent commit</dt><dd><Sha sha={record.base_sha} href={commitUrl(settings.web, full, record.base_sha)} /></dd>
+        <dt>Published</dt><dd><time dateTime={record.published_at}>{record.published_at}</time></dd>
+      </dl>
+      <table className="records" data-testid="group-members">
+        <caption>Pull requests of the group, in queue order</caption>
+        <thead><tr><th scope="col">Pull request</th><th scope="col">Head</th><th scope="col">Decision</th><th scope="col">Result</th></tr></thead>
+        <tbody>
+          {record.members.map((member) => (
+            <tr key={member.pull_request} className={member.outcome === "refused" ? "unapproved" : undefined}>
+              <th scope="row"><Link href={pullUrl(settings.web, full, member.pull_request)}>#{member.pull_request}</Link></th>
+              <td><Sha sha={member.head_sha} href={commitUrl(settings.web, full, member.head_sha)} /></td>
+              <td>{member.decision_id === null ? "none" : <a href={`?id=${member.decision_id}`}>{member.decision_id}</a>}</td>
+              <td>
+                {member.outcome === "passed"
+                  ? <span className="ok">passed{member.rule_source === null ? "" : `: ${MEMBER_SOURCE[member.rule_source]}`}</span>
+                  : <span className="bad">{member.outcome === "refused" ? "refused" : "not judged"}: {member.reason ?? "no reason recorded"}{member.changed_by === null ? "" : ` (rules changed by #${member.changed_by})`}</span>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </article>
   );
 }
@@ -395,6 +442,7 @@ function RecordPage(props: { id: string; settings: PageSettings }) {
   }, [props.id]);
   if (error !== null) return <><h1 id="record-heading">Record {props.id}</h1><Problem error={error} /></>;
   if (record === null) return <p aria-live="polite">Loading {props.id}…</p>;
+  if (record.kind === "merge_group") return <MergeGroupView record={record} settings={props.settings} />;
   return record.kind === "decision" ? <DecisionView record={record} settings={props.settings} /> : <MergeView record={record} settings={props.settings} />;
 }
 
