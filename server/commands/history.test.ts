@@ -8,7 +8,8 @@ import { ForgeError, type BlobRead } from "../forge/index.ts";
 import type { DecisionRecordBody } from "../records/codec.ts";
 import { recordFixture } from "../records/record-fixture.ts";
 import type { DecisionRecord, HistoryRecord } from "../records/schema.ts";
-import { confirmDecision, one, readHistoryRecord, recordMerge, recordPendingDecision, type Store } from "../store/index.ts";
+import { confirmDecision, listHistory, one, readHistoryRecord, recordGroupJudgement, recordMerge, recordPendingDecision, type Store } from "../store/index.ts";
+import { groupRecordBody } from "../worker/jobs/judge-merge-group.ts";
 import { EXIT_HISTORY_NONE, EXIT_REPLAY_NO_RECORD, parseDate, runHistory, runHistoryExport, runHistoryReplay } from "./history.ts";
 
 /** The history commands (issue 28 items 3 and 4) against a database seeded through the writers (ops/record-ops.ts). */
@@ -281,6 +282,23 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
     const closed = new Writable({ write: (_chunk, _e, cb) => cb(Object.assign(new Error("write EPIPE"), { code: "EPIPE" })) });
     expect(await runHistoryExport([], config, c.out, { exportStream: closed })).toBe(EXIT_HISTORY_NONE);
     expect(c.stderr[0]).toContain("export stopped: the output was closed (EPIPE)");
+  });
+
+  test("a merge group's record is not replayed: replay says so and names its pull requests' decisions, and asks the forge nothing", async () => {
+    await open();
+    const member = await seed(recordFixture(approvedEvidence()).record, "2026-11-20T11:00:00.000Z");
+    const repository = { installationId: 4, repositoryId: member.repository.id, owner: "acme", name: "widgets" };
+    const row = { installationId: 4, repositoryId: member.repository.id, headSha: "c".repeat(40), headRef: "refs/heads/gh-readonly-queue/main/pr-7", baseRef: "main", baseSha: "d".repeat(40), state: "queued" as const, destroyedReason: null, requestedAtMs: 0, resetPending: false };
+    const judged = [{ pullNumber: 7, headSha: member.head_sha, recordId: Number(member.id.slice(1)), ruleSource: "recorded" as const, outcome: "passed" as const, reason: null, changedBy: null }];
+    const at = Date.parse("2026-11-20T12:00:00Z");
+    await store.execute(() => recordGroupJudgement({ ...repository, headSha: row.headSha, success: true, members: [{ pullNumber: 7, headSha: member.head_sha }], now: at, record: { body: groupRecordBody(repository, row, 5, "success", "Merge group verified: 1 pull request", judged, at), sharedGeneration: 1, digest: "g" } }));
+    const group = (await store.execute(() => listHistory({ commit: row.headSha }, null, 1))).items[0]!;
+    expect(group.kind).toBe("merge_group");
+    const forge = forgeOf(new Map());
+    const c = capture();
+    expect(await runHistoryReplay([group.id], config, c.out, { forge: forge.forge })).toBe(EXIT_HISTORY_NONE);
+    expect(c.stderr[0]).toBe(`cannot replay ${group.id}: it is a merge group's record; its pull requests' own decisions are replayed (${member.id})`);
+    expect(forge.asked).toEqual([]);
   });
 
   test("replay reaches the recorded decision from the blobs at the recorded SHAs (exit 0); a tampered record differs (exit 1)", async () => {
