@@ -60,6 +60,22 @@ export async function createInProgressCheck(t: Transport, checkName: string, tar
   return bound(response.data, CREATE, t, checkName, target.headSha);
 }
 
+/**
+ * Creates the managed check already completed, in one write: for work that has its conclusion before any check exists (a
+ * merge group's verdict), where creating it in progress first would cost a second write for nothing to see.
+ */
+export async function createCompletedCheck(
+  t: Transport, checkName: string, target: CheckTarget, conclusion: CheckConclusion, output: CheckOutput, completedAt: Date, call?: CallOptions,
+): Promise<ManagedCheck> {
+  const response = await t.installation(target.installationId, CREATE, {
+    owner: target.owner, repo: target.repo, name: checkName, head_sha: target.headSha, status: "completed", conclusion,
+    completed_at: completedAt.toISOString(), output: outputBody(output),
+  }, call);
+  const run = bound(response.data, CREATE, t, checkName, target.headSha);
+  if (run.status !== "completed" || run.conclusion !== conclusion) throw new ForgeError("permanent", `${CREATE}: the forge did not record the conclusion`);
+  return run;
+}
+
 /** A check run's head never changes, so a ManagedCheck found or created for a head is that head's handle; refuse any other. */
 function assertSameHead(check: ManagedCheck, target: CheckTarget): void {
   if (check.headSha !== target.headSha) throw new ForgeError("permanent", `${UPDATE}: refusing to write a check run of another head`);

@@ -113,6 +113,7 @@ export interface ForgeClient {
   readRulesAt(at: { installationId: number; owner: string; repo: string; ref: string; policyPath: string; forgeDirectory: string }, call?: CallOptions): ReturnType<typeof readRulesAt>;
   findManagedCheck(target: checks.CheckTarget, call?: CallOptions): Promise<checks.ManagedCheck | null>;
   createInProgressCheck(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
+  createCompletedCheck(target: checks.CheckTarget, conclusion: checks.CheckConclusion, output: checks.CheckOutput, completedAt?: Date, call?: CallOptions): Promise<checks.ManagedCheck>;
   /** `check` comes from findManagedCheck/create for the same head; a check of another head is refused before any write. */
   setCheckInProgress(target: checks.CheckTarget, check: checks.ManagedCheck, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
   ensureCheckInProgress(target: checks.CheckTarget, output: checks.CheckOutput, call?: CallOptions): Promise<checks.ManagedCheck>;
@@ -158,6 +159,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     readMergeQueue: (at, call) => readMergeQueue(t, at, call),
     findManagedCheck: (target, call) => checks.findManagedCheck(t, name, target, call),
     createInProgressCheck: (target, output, call) => checks.createInProgressCheck(t, name, target, output, call),
+    createCompletedCheck: (target, conclusion, output, completedAt, call) => checks.createCompletedCheck(t, name, target, conclusion, output, completedAt ?? new Date(), call),
     setCheckInProgress: (target, check, output, call) => checks.setCheckInProgress(t, name, target, check, output, call),
     ensureCheckInProgress: (target, output, call) => checks.ensureCheckInProgress(t, name, target, output, call),
     completeCheck: (target, check, conclusion, output, completedAt, call) => checks.completeCheck(t, name, target, check, conclusion, output, completedAt ?? new Date(), call),

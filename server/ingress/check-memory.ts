@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type CallOptions, type CheckOutput, type CheckTarget, type ForgeClient, isCheckGone, type ManagedCheck } from "../forge/index.ts";
+import { type CallOptions, type CheckConclusion, type CheckOutput, type CheckTarget, type ForgeClient, isCheckGone, type ManagedCheck } from "../forge/index.ts";
 import { forgetHeadCheck, markGuardedReset, readHeadCheck, readHeadCheckState, recordCheckCreation, rememberHeadCheck, type Store } from "../store/index.ts";
 
 /**
@@ -58,6 +58,14 @@ export function noCheckCanExist(known: KnownCheck): boolean {
 export async function createCheck(forge: Pick<ForgeClient, "createInProgressCheck">, memory: CheckMemory, head: HeadCheckTarget, output: CheckOutput, call?: CallOptions): Promise<ManagedCheck> {
   await memory.store.execute(() => recordCheckCreation({ installationId: head.installationId, repositoryId: head.repositoryId, headSha: head.headSha, now: memory.now() }));
   return forge.createInProgressCheck(head, output, call);
+}
+
+/** As createCheck, the check created already completed (one write: a merge group's verdict). */
+export async function createCompletedCheck(
+  forge: Pick<ForgeClient, "createCompletedCheck">, memory: CheckMemory, head: HeadCheckTarget, conclusion: CheckConclusion, output: CheckOutput, completedAt: Date, call?: CallOptions,
+): Promise<ManagedCheck> {
+  await memory.store.execute(() => recordCheckCreation({ installationId: head.installationId, repositoryId: head.repositoryId, headSha: head.headSha, now: memory.now() }));
+  return forge.createCompletedCheck(head, conclusion, output, completedAt, call);
 }
 
 /**

@@ -105,6 +105,11 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
 
   test("a group's judgement writes its merge_group record once per result and generation; a merge of a member at its head names it", async () => {
     ({ database, store } = await openMigratedStore(backend));
+    const mergeOf = (pullNumber: number, headSha: string) => store.execute(() => recordMerge({
+      installationId: 9, repositoryId: 300, repositoryFullName: "acme/web", pullNumber, headSha, mergeCommitSha: group.headSha, baseSha: group.baseSha, mergedBy: null, mergedAtMs: 4000, recovered: false, now: 4000,
+    }));
+    // #8's merge is recorded before the group's record (its closed delivery came first): the record links it when written.
+    const early = (await mergeOf(8, members[1]!.headSha))!;
     await request("d1");
     const row = (await store.execute(() => readMergeGroup(repo.repositoryId, group.headSha)))!;
     const judgedMembers: JudgedMember[] = members.map((m, index) => ({ pullNumber: m.pullNumber, headSha: m.headSha, recordId: 40 + index, ruleSource: index === 0 ? "recorded" : "reevaluated", outcome: "passed", reason: null, changedBy: null }));
@@ -114,7 +119,7 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     }));
     await judge(true, 1, 3000);
     await judge(true, 1, 3500); // the same result published again at the same generation: no second record
-    const page = await store.execute(() => listHistory({ repository: "ACME/web" }, null, 10));
+    const page = await store.execute(() => listHistory({ repository: "ACME/web", kind: "decision" }, null, 10));
     const groupId = page.items[0]!.id as `d${number}`;
     expect(page.items).toEqual([{
       schema_version: 1, kind: "merge_group", id: groupId, confirmed: true, repository: { id: 300, full_name: "acme/web" }, head_sha: group.headSha,
@@ -127,10 +132,8 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
         { pull_request: 8, head_sha: members[1]!.headSha, decision_id: "d41", rule_source: "reevaluated", outcome: "passed", reason: null, changed_by: null },
       ],
     });
+    expect(await store.execute(() => readHistoryRecord(`m${early.id}`))).toMatchObject({ kind: "merge", merge_group_id: groupId });
     // Not a pull request's decision: a merge of #7 finds no decision of its own in it, but names the group that verified it.
-    const mergeOf = (pullNumber: number, headSha: string) => store.execute(() => recordMerge({
-      installationId: 9, repositoryId: 300, repositoryFullName: "acme/web", pullNumber, headSha, mergeCommitSha: group.headSha, baseSha: group.baseSha, mergedBy: null, mergedAtMs: 4000, recovered: false, now: 4000,
-    }));
     const merged = (await mergeOf(7, members[0]!.headSha))!;
     expect(await store.execute(() => readHistoryRecord(`m${merged.id}`))).toMatchObject({ kind: "merge", decision_id: null, unapproved: true, merge_group_id: groupId });
     // Another head of #7, and a pull request of no group: no group is named.
@@ -138,12 +141,15 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     expect(await store.execute(() => readHistoryRecord(`m${otherHead.id}`))).toMatchObject({ merge_group_id: null });
     const elsewhere = (await mergeOf(9, "9".repeat(40)))!;
     expect(await store.execute(() => readHistoryRecord(`m${elsewhere.id}`))).toMatchObject({ merge_group_id: null });
-    // Judged failure later (a new generation): a second record, and the group no longer holds its members.
+    // Judged failure later (a new generation): a second record, which verified nothing; the success still names what it did,
+    // even once the group has left the queue and its members are gone.
     await judge(false, 2, 5000);
+    await destroy("x1", "invalidated", 5500);
     const after = await store.execute(() => listHistory({ repository: "acme/web", kind: "decision" }, null, 10));
     expect(after.items.map((item) => [item.kind, item.kind === "merge" ? null : item.conclusion])).toEqual([["merge_group", "failure"], ["merge_group", "success"]]);
+    await store.execute(function* () { yield* run("delete from merge_records"); });
     const late = (await mergeOf(8, members[1]!.headSha))!;
-    expect(await store.execute(() => readHistoryRecord(`m${late.id}`))).toMatchObject({ merge_group_id: null });
+    expect(await store.execute(() => readHistoryRecord(`m${late.id}`))).toMatchObject({ merge_group_id: groupId });
   });
 
   test("a group judged failure, a destroyed group and another pull request are not queued again", async () => {

@@ -45,7 +45,8 @@ import type { Op, OpOptions } from "./op.ts";
  *      (7), by the worker under the head's publication guards, in the same statement (PostgreSQL) or batch (SQLite) as the
  *      pending token and the settled digest (ops/record-ops.ts), and deleted by the reconciler's pruning alone after its
  *      lease (1); the acceptance of a merge and the reconciler's recovery only read them (and the head's `reset_at_ms`, 3);
- *      a merge group's record is written last in the merge-group worker's judgement (after 4b and 4c), outside the guards;
+ *      a merge group's record is written last in the merge-group worker's judgement (after 4b and 4c), outside the guards,
+ *      with the `merge_group_verified` rows naming what it verified (migration 0013), then the links of merge records (8);
  *   8. `webhook_deliveries`, `audit_events` and `merge_records`: rows of one acceptance or one job alone (a merge record is
  *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease, and its enrollment
  *      settled once by one statement alone, by the worker or the reconciler: settleMergeEnrollment, ops/record-ops.ts). No two different operations lock

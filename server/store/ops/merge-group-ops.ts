@@ -226,9 +226,34 @@ export function* recordGroupJudgement(input: RepositoryRef & {
       input.installationId, input.repositoryId, input.headSha, member.pullNumber, member.headSha,
     )),
     // The group's record last (7a after 4c in the lock order); pull request number 0, which no pull request has, keeps it out
-    // of every per-pull-request read of the records (a merge's decision, a member's newest decision).
-    ...(record === undefined ? [] : [groupRecordQuery(input, record)]),
+    // of every per-pull-request read of the records (a merge's decision, a member's newest decision). A success also names
+    // the pull requests and heads it verified, and links a merge of one of them recorded before it (8, last).
+    ...(record === undefined ? [] : [groupRecordQuery(input, record), ...verifiedQueries(input, record, members)]),
   ], { last: true });
+}
+
+function verifiedQueries(
+  input: RepositoryRef & { readonly headSha: string },
+  record: NonNullable<Parameters<typeof recordGroupJudgement>[0]["record"]>,
+  members: readonly { readonly pullNumber: number; readonly headSha: string }[],
+) {
+  if (record.body.conclusion !== "success" || members.length === 0) return [];
+  const recordId = "(select id from decision_records where repository_id = $1 and head_sha = $2 and shared_generation = $3 and digest = $4)";
+  const params: unknown[] = [input.repositoryId, input.headSha, record.sharedGeneration, record.digest];
+  const pairs = members.map((member) => {
+    params.push(member.pullNumber, member.headSha);
+    return `($${params.length - 1}, $${params.length})`;
+  });
+  const verified = members.map((_, index) => `select CAST($1 AS bigint), CAST($${5 + 2 * index} AS integer), CAST($${6 + 2 * index} AS text), ${recordId}`);
+  return [
+    query("run", `insert into merge_group_verified (repository_id, pull_number, head_sha, record_id) ${verified.join(" union all ")} on conflict do nothing`, ...params),
+    query(
+      "run",
+      `update merge_records set merge_group_id = ${recordId}
+       where repository_id = $1 and merge_group_id is null and (${pairs.map((_, index) => `(pull_number = $${5 + 2 * index} and head_sha = $${6 + 2 * index})`).join(" or ")})`,
+      ...params,
+    ),
+  ];
 }
 
 function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: NonNullable<Parameters<typeof recordGroupJudgement>[0]["record"]>) {

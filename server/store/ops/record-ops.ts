@@ -153,8 +153,8 @@ export type RecordedMerge = { readonly id: number; readonly pullNumber: number; 
  * records published before its merge time, but by any reset after that record: a later reset may hide an earlier one, so it
  * fails closed. Clocks: the reset's time and the record's are the service's own, and the next success after a reset is
  * published only once the reset is written (the fences), so it is never older than the reset. A merge through the merge
- * queue also names the newest merge-group record that verified the pull request at that head (merge_group_id; a group's
- * members are kept while the group is judged success, migration 0012): evidence, not approval. Writes nothing
+ * queue also names the newest merge-group record that verified the pull request at that head (merge_group_id, from
+ * merge_group_verified, migration 0013; a group record written after the merge links it then): evidence, not approval. Writes nothing
  * when the merge is recorded already (redelivery, or the reconciler and the delivery both saw it): then it answers no row.
  * CAST rather than `::`: both dialects read it.
  */
@@ -168,9 +168,7 @@ export function mergeRecordQuery(input: MergeInput): Query {
        coalesce(d.break_glass, false), CAST($10 AS boolean), CAST($11 AS bigint),
        case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end,
        CAST($13 AS text),
-       (select max(r.id) from merge_group_members m
-        join decision_records r on r.repository_id = m.repository_id and r.head_sha = m.group_head_sha and r.pull_number = 0 and r.conclusion = 'success'
-        where m.repository_id = $2 and m.pull_number = $4 and m.head_sha = $5)
+       (select max(v.record_id) from merge_group_verified v where v.repository_id = $2 and v.pull_number = $4 and v.head_sha = $5)
      from (select 1 as here) one left join (
        select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
        where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
@@ -277,6 +275,8 @@ export function* pruneHistory(lease: ElectionLease, cutoffMs: number, now: numbe
     "delete from merge_records where id in (select id from merge_records where recorded_at_ms < $1 order by recorded_at_ms, id limit $2)",
     cutoffMs, batchSize,
   );
+  // What the merge groups removed verified goes with them (a link from a kept merge record then names a pruned record).
+  if (decisions > 0) yield* run("delete from merge_group_verified where record_id in (select v.record_id from merge_group_verified v where not exists (select 1 from decision_records d where d.id = v.record_id) limit $1)", batchSize * 100);
   return decisions + merges;
 }
 

@@ -1,8 +1,8 @@
 import type { FileRead } from "../../evaluation/index.ts";
 import { type CheckOutput, ForgeError, type ManagedCheck } from "../../forge/index.ts";
 import { MAX_POLICY_FILE_BYTES } from "../../policy/bounds.ts";
-import { createCheck, ensureRememberedCheckInProgress, type HeadCheckTarget, IN_PROGRESS_OUTPUT, rememberCheck, writeUnlessGone } from "../../ingress/index.ts";
-import { checkDigest, knownCheck, noCheckCanExist } from "../../ingress/check-memory.ts";
+import { ensureRememberedCheckInProgress, type HeadCheckTarget, rememberCheck, writeUnlessGone } from "../../ingress/index.ts";
+import { checkDigest, createCompletedCheck, knownCheck, noCheckCanExist } from "../../ingress/check-memory.ts";
 import { APPLICATION_VERSION, BUILD_REVISION_VALUE } from "../../build-info.ts";
 import { groupCheckText, groupMembers, judgeGroup, needsReevaluation, reevaluationEvidence, rulesOfReads, rulesOfRecord } from "../../merge-queue/judge.ts";
 import type { GroupMember, GroupVerdict, HeadDecision, JudgedMember, MemberEvidence, QueueAnswer, Reevaluation } from "../../merge-queue/shapes.ts";
@@ -217,10 +217,17 @@ async function publishGroup(
       let completed = known.check === null ? null : await writeUnlessGone(memory, target, known.check, complete);
       if (completed === null) {
         check = noCheckCanExist(known) ? null : await ctx.forge.findManagedCheck(target, { signal });
-        check ??= await createCheck(ctx.forge, memory, target, IN_PROGRESS_OUTPUT, { signal });
-        await rememberCheck(memory, target, check);
-        signal.throwIfAborted();
-        completed = await complete(check);
+        if (check !== null) {
+          await rememberCheck(memory, target, check);
+          signal.throwIfAborted();
+          completed = await complete(check);
+        } else {
+          // No check on the group's commit yet: created with its conclusion in one write (a group is judged before its check
+          // exists; in progress first would be a second write that nobody waits on). The fences below still apply to it.
+          completed = await createCompletedCheck(ctx.forge, memory, target, conclusion, output, new Date(ctx.now()), { signal });
+          check = completed;
+          await rememberCheck(memory, target, completed);
+        }
       }
       check = completed;
     } catch (error) {
@@ -232,10 +239,11 @@ async function publishGroup(
       throw error;
     });
     if (!after.leaseHeld || !publishable(after)) {
-      // A destroyed group is gone from the queue, which already acted on what it saw: nothing is left to reset.
+      // A destroyed group is gone from the queue, which already acted on what it saw (merged it on a success, or removed the
+      // pull request on a failure): nothing is left to reset, and the verdict it acted on stands and is recorded below.
       if (after.queued || !after.leaseHeld) await shieldedReset(ctx, target, check);
       if (!after.leaseHeld) throw new LeaseLost();
-      return { kind: "fenced" };
+      if (after.queued) return { kind: "fenced" };
     }
     ctx.metrics.evaluations.inc({ conclusion });
     await ctx.store.execute(() =>
