@@ -236,8 +236,14 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(100).toISOString() }), sharedGeneration: 1, digest: "a", token: null }));
     await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(300).toISOString() }), sharedGeneration: 1, digest: "b", token: null }));
     expect(await store.execute(() => pruneHistory({ ...lease, owner: "r2" }, 200, 13))).toBeNull();
+    // What a pruned record verified as a merge group goes with it; a kept record's rows stay.
+    const [pruned, kept] = (await records()).map((r) => Number(r.id));
+    await store.execute(function* () {
+      yield* run("insert into merge_group_verified (repository_id, pull_number, head_sha, record_id) values (40, 7, $1, $2), (40, 8, $1, $3)", HEAD, pruned, kept);
+    });
     expect(await store.execute(() => pruneHistory(lease, 200, 13))).toBe(2);
     expect((await records()).map((r) => r.digest)).toEqual(["b"]);
+    expect((await store.execute(() => all<{ record_id: number }>("select record_id from merge_group_verified"))).map((r) => Number(r.record_id))).toEqual([kept!]);
     expect((await merges()).map((r) => r.pull_number)).toEqual([8]);
     expect(await store.execute(() => pruneHistory(lease, 200, 14, 1))).toBe(0);
   });
