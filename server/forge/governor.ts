@@ -63,7 +63,12 @@ export type GovernorOptions = GovernorSettings & {
   readonly onRequest?: (kind: RequestKind, outcome: RequestOutcome) => void;
 };
 
-export type Answer = { readonly status: number; readonly headers: Record<string, string | number | undefined> };
+export type Answer = {
+  readonly status: number;
+  readonly headers: Record<string, string | number | undefined>;
+  /** The outcome where the status does not tell it: a GraphQL answer carrying errors is HTTP 200 (transport.ts). */
+  readonly outcome?: RequestOutcome;
+};
 
 export interface Permit {
   /** Reports the forge's answer (null: none came, e.g. a reset connection or a timeout); frees the request's slot. Once. */
@@ -330,6 +335,7 @@ function observe(scope: Scope, answer: Answer, now: number) {
 
 function outcomeOf(answer: Answer | null, now: number): RequestOutcome {
   if (answer === null) return "error";
+  if (answer.outcome !== undefined) return answer.outcome;
   if (answer.status === 304) return "not_modified";
   if (answer.status >= 200 && answer.status < 300) return "ok";
   if (answer.status === 404) return "not_found";

@@ -63,6 +63,16 @@ describe("graphqlQuery", () => {
     expect(await graphqlQuery(t, s.installationId, { query: "query { nodes(ids: []) { ... on PullRequestReview { editedAt } } }", variables: {} })).toMatchObject({ complete: false, cause: "transient" });
   });
 
+  test("an answer carrying errors is counted as the failure it is, though its HTTP status is 200: error, or rate_limited for RATE_LIMITED", async () => {
+    const { t, counted } = transport();
+    const review = await submit();
+    await graphqlQuery(t, s.installationId, { query: REVIEW_EDITS_QUERY, variables: { ids: [nodeId(review.id), nodeId(987_655)] } });
+    sim.injectFault({ kind: "graphql_partial", path: "/graphql", errorType: "RATE_LIMITED", times: 1 });
+    await graphqlQuery(t, s.installationId, { query: REVIEW_EDITS_QUERY, variables: { ids: [nodeId(review.id)] } });
+    await graphqlQuery(t, s.installationId, { query: REVIEW_EDITS_QUERY, variables: { ids: [nodeId(review.id)] } });
+    expect(counted).toEqual([["graphql", "error"], ["graphql", "rate_limited"], ["graphql", "ok"]]);
+  });
+
   test("a 5xx, a reset and a truncated body are transient", async () => {
     const { t } = transport();
     const query = { query: REVIEW_EDITS_QUERY, variables: { ids: [] } };

@@ -10,7 +10,7 @@ import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import { createAppJwtSource, withAppJwt } from "./app-jwt.ts";
 import { classifyForgeError, ForgeError } from "./errors.ts";
-import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, graphqlScope, type Permit, type Priority } from "./governor.ts";
+import { type Answer, APP_SCOPE, createGovernor, DEFAULT_GOVERNOR_SETTINGS, type Governor, graphqlScope, type Permit, type Priority, type RequestOutcome } from "./governor.ts";
 
 /** Runtime installation-token permissions: everything the service reads or writes, never statuses (spec "Authentication"). */
 export const INSTALLATION_PERMISSIONS = Object.freeze({ checks: "write", contents: "read", metadata: "read", pull_requests: "read", members: "read" } as const);
@@ -339,6 +339,17 @@ export function createTransport(options: TransportOptions): Transport {
     }
   }
 
+  /**
+   * A GraphQL answer carrying `errors` is a failed request whatever its HTTP status (200): counted `rate_limited` when an error
+   * says RATE_LIMITED, else `error` (graphql.ts reads the errors themselves).
+   */
+  function withGraphqlOutcome(response: ForgeResponse): ForgeResponse & { outcome?: RequestOutcome } {
+    const errors = typeof response.data === "object" && response.data !== null ? (response.data as { errors?: unknown }).errors : undefined;
+    if (errors === undefined || errors === null || (Array.isArray(errors) && errors.length === 0)) return response;
+    const rateLimited = Array.isArray(errors) && errors.some((entry) => typeof entry === "object" && entry !== null && (entry as { type?: unknown }).type === "RATE_LIMITED");
+    return { ...response, outcome: rateLimited ? "rate_limited" : "error" };
+  }
+
   // GraphQL requests are composed by @octokit/graphql (variables, the endpoint's URL, including a GitHub Enterprise Server's
   // `/api/graphql` beside its `/api/v3`) and sent by fetchInstallation, through the hook of a request made for each query:
   // @octokit/request would read the whole answer unbounded, and the governor needs the answer's status and rate-limit
@@ -384,7 +395,7 @@ export function createTransport(options: TransportOptions): Transport {
     async graphql(installationId, document, call) {
       const token = await tokenFor(installationId);
       try {
-        return await send(graphqlScope(installationId), GRAPHQL_ROUTE, {}, call, (_rest, headers, signal) => fetchGraphql(token, document, headers, signal, call?.maxBodyBytes));
+        return await send(graphqlScope(installationId), GRAPHQL_ROUTE, {}, call, async (_rest, headers, signal) => withGraphqlOutcome(await fetchGraphql(token, document, headers, signal, call?.maxBodyBytes)));
       } catch (error) {
         if (error instanceof ForgeError && error.kind === "unauthorized") stale.add(installationId);
         throw error;
