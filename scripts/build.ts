@@ -28,7 +28,7 @@ function run(cmd: string[], cwd = root) {
 
 if (existsSync(join(root, "web", "vite.config.ts"))) {
   run([process.execPath, "x", "vite", "build", "--config", "web/vite.config.ts", "--logLevel", "warn"]);
-  // The decisions page (issue 28), a second static page beside the playground, served at /decisions/.
+  // The decisions page, a second static page beside the playground, served at /decisions/.
   run([process.execPath, "x", "vite", "build", "--config", "web/decisions/vite.config.ts", "--logLevel", "warn"]);
   run([process.execPath, "scripts/gen-embed.ts"]);
 }

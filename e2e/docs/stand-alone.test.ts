@@ -33,9 +33,9 @@ const CITATION = /\bDESIGN\b|\bRECIPES\b|\bSTYLE \d|\bthe spec\b|\bspec's\b|\bis
 
 /**
  * Text a forbidden word may appear in without citing anything: Playwright spec file names (`e2e/setup.spec.ts`) and the
- * `spec` field of a Kubernetes object.
+ * `spec` field of a Kubernetes object (in prose, and as a YAML key in deploy/).
  */
-const ALLOWED = [/[\w./-]*\.spec\.ts\b/g, /`spec`(?= of a PrometheusRule)/g, /`spec:`/g];
+const ALLOWED = [/[\w./-]*\.spec\.ts\b/g, /`spec`(?= of a PrometheusRule)/g, /`spec:`/g, /^\s*spec:(?=\s|$)/g];
 
 /** Relative paths in `text` (Markdown links and plain mentions alike) that lead out of the repository from `file`'s folder. */
 function pathsLeavingRepository(file: string, text: string): string[] {
@@ -62,6 +62,12 @@ function findings(where: string, text: string, file = join(ROOT, "README.md")): 
 describe("the documentation stands alone", () => {
   test("README.md and docs/*.md have no path out of the repository and cite no document, issue or section outside it", () => {
     expect(documentationFiles().flatMap((file) => findings(shortName(file), read(file), file))).toEqual([]);
+  });
+
+  test("the deployment examples operators copy (deploy/) and the build script cite no document, issue or section outside the repository", () => {
+    const files = [...new Bun.Glob("deploy/**/*.{yaml,yml,json,md,conf,sh}").scanSync({ cwd: ROOT }), "scripts/build.ts"];
+    expect(files.length).toBeGreaterThan(4);
+    expect(files.flatMap((file) => findings(file, read(join(ROOT, file)), join(ROOT, file)))).toEqual([]);
   });
 
   test("the /metrics help text speaks in the service's own words", async () => {
