@@ -4,7 +4,7 @@ import { loadConfig } from "../server/config/index.ts";
 import type { DecisionRecord, HistoryPage, HistoryRecord, HistorySummary, MergeRecord } from "../server/records/schema.ts";
 import { POLICY_PATH } from "../server/simulator/scenario.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { readApi, type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * A break-glass override on the record (issue 29 item 4, DESIGN 3.10/3.11), in-process on both backends against the forge
@@ -21,11 +21,7 @@ describe.each(BACKENDS)("a merge of an overridden head on %s", (backend) => {
     h = null;
   });
 
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${h!.service.url}${path}`);
-    expect({ path, status: response.status }).toEqual({ path, status: 200 });
-    return (await response.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(h!.service.url, path);
   const until = async (query: string, found: (items: readonly HistorySummary[]) => boolean, what: string): Promise<readonly HistorySummary[]> => {
     let items: readonly HistorySummary[] = [];
     await waitUntil(async () => found((items = (await api<HistoryPage>(`/api/decisions?${query}`)).items)), what);

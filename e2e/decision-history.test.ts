@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { DecisionRecord, HistoryPage, HistorySummary, MergeRecord } from "../server/records/schema.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { readApi, type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * Decision records end to end (issue 28 items 1-3): the service against the forge simulator publishes checks and sees merges;
@@ -15,11 +15,7 @@ describe.each(BACKENDS)("decision history through the operator routes on %s", (b
     h = null;
   });
 
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${h!.service.url}${path}`);
-    expect({ path, status: response.status }).toEqual({ path, status: 200 });
-    return (await response.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(h!.service.url, path);
   const list = (query: string) => api<HistoryPage>(`/api/decisions?${query}`);
   const until = async (query: string, found: (items: readonly HistorySummary[]) => boolean, what: string): Promise<readonly HistorySummary[]> => {
     let items: readonly HistorySummary[] = [];

@@ -4,7 +4,7 @@ import { runHistory, runHistoryExport } from "../server/commands/history.ts";
 import { loadConfig } from "../server/config/index.ts";
 import type { HistoryPage, HistoryRecord, MergeRecord } from "../server/records/schema.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { readApi, type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * Enrollment (issue 33 item 3), in-process on both backends against the forge simulator: a merge in a repository whose policy
@@ -19,11 +19,7 @@ describe.each(BACKENDS)("merges in repositories that do or do not enable the ser
     h = null;
   });
 
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${h!.service.url}${path}`);
-    expect({ path, status: response.status }).toEqual({ path, status: 200 });
-    return (await response.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(h!.service.url, path);
   const unapprovedMetric = async () => Number(/^service_unapproved_merges_total (\d+)$/m.exec(await (await fetch(`${h!.service.url}/metrics`)).text())?.[1] ?? "NaN");
   /** The merge record of a merge commit once its enrollment is read. */
   const settledMerge = async (mergeCommit: string): Promise<MergeRecord> => {

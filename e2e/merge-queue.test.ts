@@ -5,7 +5,7 @@ import type { HistoryPage, MergeGroupRecord, MergeRecord } from "../server/recor
 import { all, openStore, type Store } from "../server/store/index.ts";
 import { BACKENDS } from "./support/databases.ts";
 import { deliveryFor } from "./support/merge-queue.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { readApi, type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * Merge queues through the running service on the forge simulator, on both backends: the service answers every merge group
@@ -21,11 +21,7 @@ describe.each(BACKENDS)("merge queue through the service on %s", (backend) => {
   });
 
   const CHECK = "Service / approval";
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${h.service.url}${path}`);
-    expect({ path, status: response.status }).toEqual({ path, status: 200 });
-    return (await response.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(h.service.url, path);
   async function start() {
     h = await startServiceHarness(backend);
     h.sim.control.mergeQueues.configure({ owner: h.scenario.org, repo: h.scenario.repo, branch: "main", requiredChecks: [CHECK] });

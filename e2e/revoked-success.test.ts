@@ -4,7 +4,7 @@ import { runHistory, runHistoryExport } from "../server/commands/history.ts";
 import { loadConfig } from "../server/config/index.ts";
 import type { HistoryPage, HistoryRecord, MergeRecord } from "../server/records/schema.ts";
 import { BACKENDS } from "./support/databases.ts";
-import { type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
+import { readApi, type ServiceHarness, startServiceHarness, waitUntil } from "./support/service.ts";
 
 /**
  * A revoked success is not approval (issue 33 item 2), in-process on both backends against the forge simulator: the owners
@@ -65,11 +65,7 @@ describe.each(BACKENDS)("a merge after the service withdrew its success, on %s",
     h = null;
   });
 
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${h!.service.url}${path}`);
-    expect({ path, status: response.status }).toEqual({ path, status: 200 });
-    return (await response.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(h!.service.url, path);
   const unapprovedMetric = async () => {
     const text = await (await fetch(`${h!.service.url}/metrics`)).text();
     return Number(/^service_unapproved_merges_total (\d+)$/m.exec(text)?.[1] ?? "NaN");

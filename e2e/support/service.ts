@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +32,13 @@ export type ServiceHarness = {
   waitForDrainedQueue(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 };
+
+/** GET `path` of the service as JSON, failing the test (naming the path) unless it answers 200. */
+export async function readApi<T>(serviceUrl: string, path: string): Promise<T> {
+  const response = await fetch(`${serviceUrl}${path}`);
+  expect({ path, status: response.status }).toEqual({ path, status: 200 });
+  return (await response.json()) as T;
+}
 
 export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
