@@ -198,6 +198,20 @@ describe.each(BACKENDS)("merge queue through the service on %s", (backend) => {
     expect(h.sim.requests.filter((r) => r.path === "/graphql").map((r) => r.status)).toEqual([503, 503, 200]);
   }, 90_000);
 
+  test("a group's check is written once, created with its verdict", async () => {
+    await start();
+    h.sim.control.mergeQueues.configure({ ...repoArgs(), branch: "main", requiredChecks: [CHECK, "ci"] });
+    const p = await approvedPull("notes", { "notes/p.md": "p\n" });
+    await h.waitForDrainedQueue();
+    const seen = h.sim.requests.length;
+    const group = (await enqueue(p.number)).headCommit.oid;
+    await h.waitForCheck(group, { status: "completed", conclusion: "success" });
+    await h.waitForDrainedQueue();
+    const checkWrites = h.sim.requests.slice(seen).filter((r) => r.method !== "GET" && /\/check-runs/.test(r.path)).map((r) => r.method);
+    expect(checkWrites).toEqual(["POST"]);
+    expect(h.sim.requests.slice(seen).filter((r) => r.path === "/graphql")).toHaveLength(1);
+  }, 90_000);
+
   test("a redelivered checks_requested does nothing new", async () => {
     await start();
     reader = openStore(h.database.target);
