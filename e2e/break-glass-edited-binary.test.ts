@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DecisionRecord } from "../server/records/schema.ts";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks, POLICY_PATH, type Scenario } from "../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
-import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
+import { ensureBinary, type RunningBinary, runBinary, simulatorEnv, startForSimulator } from "./support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
 
 /**
@@ -44,19 +44,8 @@ describe("compiled binary: an edited review is not a break-glass override", () =
     onlyFirstAppReceivesWebhooks(sim);
     const scenario = await createScenario(sim, { keys });
     database = await createTestDatabase("sqlite");
-    writeFileSync(join(dir, "key.pem"), keys.privateKey);
-    writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
-    const env = {
-      SERVICE_DATABASE_URL: database.url,
-      SERVICE_FORGE_API_URL: sim.url,
-      SERVICE_FORGE_APP_ID: String(scenario.appId),
-      SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
-      SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
-      SERVICE_RECONCILE_ENABLED: "false",
-    };
-    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
-    service = await startBinary(env);
-    sim.control.mustApp(scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
+    const env = simulatorEnv({ simUrl: sim.url, appId: scenario.appId, privateKey: keys.privateKey, webhookSecret: WEBHOOK_SECRET, databaseUrl: database.url, dir });
+    service = await startForSimulator(sim, scenario.appId, env);
     return { scenario, env };
   }
 

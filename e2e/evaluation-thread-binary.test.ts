@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fiveStarRule, sixtyDeepPath } from "../server/evaluation/evidence-fixture.ts";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
-import { ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
+import { ensureBinary, type RunningBinary, simulatorEnv, startForSimulator } from "./support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
 
 /**
@@ -39,20 +39,8 @@ describe("compiled binary evaluation threads", () => {
     onlyFirstAppReceivesWebhooks(sim);
     const scenario = await createScenario(sim, { keys });
     database = await createTestDatabase("sqlite");
-    writeFileSync(join(dir, "key.pem"), keys.privateKey);
-    writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
-    const env = {
-      SERVICE_DATABASE_URL: database.url,
-      SERVICE_FORGE_API_URL: sim.url,
-      SERVICE_FORGE_APP_ID: String(scenario.appId),
-      SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
-      SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
-      SERVICE_RECONCILE_ENABLED: "false",
-      SERVICE_LOG_LEVEL: "debug",
-    };
-    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
-    service = await startBinary(env);
-    sim.control.mustApp(scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
+    const env = { ...simulatorEnv({ simUrl: sim.url, appId: scenario.appId, privateKey: keys.privateKey, webhookSecret: WEBHOOK_SECRET, databaseUrl: database.url, dir }), SERVICE_LOG_LEVEL: "debug" };
+    service = await startForSimulator(sim, scenario.appId, env);
     const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
     await sim.control.commit({ owner: pr.owner, repo: pr.repo, branch: "main", files: { ".forge/CODEOWNERS": RULES } });
 

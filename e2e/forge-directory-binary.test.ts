@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createScenario, generateAppKeys, onlyFirstAppReceivesWebhooks } from "../server/simulator/scenario.ts";
 import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/simulator.ts";
-import { BINARY, cleanEnv, ensureBinary, type RunningBinary, runBinary, startBinary } from "./support/binary.ts";
+import { BINARY, cleanEnv, ensureBinary, type RunningBinary, runBinary, simulatorEnv, startForSimulator } from "./support/binary.ts";
 import { createTestDatabase, type TestDatabase } from "./support/databases.ts";
 
 /**
@@ -54,20 +54,9 @@ describe("compiled binary with SERVICE_FORGE_DIRECTORY=.github", () => {
     // repository fails the check closed until it is mended (the scenario's .forge repository holds a valid one).
     control.createRepository({ owner: scenario.org, name: ".github", files: { ".github/service-policy.toml": "schema_version = 1\nunknown_key = 1\n" } });
     database = await createTestDatabase("sqlite");
-    writeFileSync(join(dir, "key.pem"), keys.privateKey);
-    writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
-    const base = {
-      SERVICE_DATABASE_URL: database.url,
-      SERVICE_FORGE_API_URL: sim.url,
-      SERVICE_FORGE_APP_ID: String(scenario.appId),
-      SERVICE_FORGE_PRIVATE_KEY_FILE: join(dir, "key.pem"),
-      SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
-      SERVICE_RECONCILE_ENABLED: "false",
-    };
+    const base = simulatorEnv({ simUrl: sim.url, appId: scenario.appId, privateKey: keys.privateKey, webhookSecret: WEBHOOK_SECRET, databaseUrl: database.url, dir });
     const env = { ...base, SERVICE_FORGE_DIRECTORY: ".github" };
-    expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
-    service = await startBinary(env);
-    control.mustApp(scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
+    service = await startForSimulator(sim, scenario.appId, env);
 
     const pr = { owner: scenario.org, repo: scenario.repo, number: scenario.pullNumber };
     const { sha } = await control.pushToPullRequest({ ...pr, files: { "src/index.ts": "export const changed = true;\n" } });

@@ -1,5 +1,6 @@
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { ForgeSimulator } from "../../server/simulator/simulator.ts";
 
 /** Spawning the compiled executable (dist/service) the way an operator runs it, with output captured for assertions. */
 export const ROOT = join(import.meta.dir, "..", "..");
@@ -84,4 +85,30 @@ export async function startBinary(env: Record<string, string>, options: { cwd?: 
       return { exitCode, ms: performance.now() - started };
     },
   };
+}
+
+/**
+ * The settings of a compiled service against the forge simulator: the scenario App's ID, its private key and the webhook
+ * secret written as files into `dir` (secrets reach the service only as files), the database, and the reconciler off.
+ */
+export function simulatorEnv(at: { simUrl: string; appId: number; privateKey: string; webhookSecret: string; databaseUrl: string; dir: string }): Record<string, string> {
+  writeFileSync(join(at.dir, "key.pem"), at.privateKey);
+  writeFileSync(join(at.dir, "webhook"), at.webhookSecret);
+  return {
+    SERVICE_DATABASE_URL: at.databaseUrl,
+    SERVICE_FORGE_API_URL: at.simUrl,
+    SERVICE_FORGE_APP_ID: String(at.appId),
+    SERVICE_FORGE_PRIVATE_KEY_FILE: join(at.dir, "key.pem"),
+    SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(at.dir, "webhook"),
+    SERVICE_RECONCILE_ENABLED: "false",
+  };
+}
+
+/** Migrates the database, starts the binary with `env` and points the App's webhooks at it. */
+export async function startForSimulator(sim: ForgeSimulator, appId: number, env: Record<string, string>): Promise<RunningBinary> {
+  const migrated = runBinary(["database", "migrate"], env);
+  if (migrated.exitCode !== 0) throw new Error(`database migrate exited ${migrated.exitCode}: ${migrated.stderr}`);
+  const service = await startBinary(env);
+  sim.control.mustApp(appId).webhookUrl = `${service.url}/webhooks/forge`;
+  return service;
 }
