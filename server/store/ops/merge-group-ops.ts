@@ -203,6 +203,8 @@ export function* readMemberDecisions(repositoryId: number, members: readonly { r
  * reset of one of them before the group merges queues the group's judgement again: requeueGroupsOfPull). Lock order: the
  * group's row (4b), then its members (4c).
  */
+export type GroupRecordWrite = { readonly body: MergeGroupRecordBody; readonly sharedGeneration: number; readonly digest: string };
+
 export function* recordGroupJudgement(input: RepositoryRef & {
   readonly headSha: string;
   readonly success: boolean;
@@ -213,7 +215,7 @@ export function* recordGroupJudgement(input: RepositoryRef & {
    * published at and the check's digest (a judgement published again with the same result at the same S writes no second
    * record). Written confirmed: the check write it records was answered.
    */
-  readonly record?: { readonly body: MergeGroupRecordBody; readonly sharedGeneration: number; readonly digest: string };
+  readonly record?: GroupRecordWrite;
 }): Op<void> {
   const members = input.success ? [...input.members].sort((a, b) => a.pullNumber - b.pullNumber) : [];
   const record = input.record;
@@ -232,31 +234,26 @@ export function* recordGroupJudgement(input: RepositoryRef & {
   ], { last: true });
 }
 
-function verifiedQueries(
-  input: RepositoryRef & { readonly headSha: string },
-  record: NonNullable<Parameters<typeof recordGroupJudgement>[0]["record"]>,
-  members: readonly { readonly pullNumber: number; readonly headSha: string }[],
-) {
+/**
+ * For a success: the `merge_group_verified` rows naming each pull request and head the record verified, and the link of a
+ * merge of one of them recorded before the record (its `closed` delivery came first). Members' parameters from $5 on, two
+ * each (pull request number, head).
+ */
+function verifiedQueries(input: RepositoryRef & { readonly headSha: string }, record: GroupRecordWrite, members: readonly { readonly pullNumber: number; readonly headSha: string }[]) {
   if (record.body.conclusion !== "success" || members.length === 0) return [];
   const recordId = "(select id from decision_records where repository_id = $1 and head_sha = $2 and shared_generation = $3 and digest = $4)";
-  const params: unknown[] = [input.repositoryId, input.headSha, record.sharedGeneration, record.digest];
-  const pairs = members.map((member) => {
-    params.push(member.pullNumber, member.headSha);
-    return `($${params.length - 1}, $${params.length})`;
-  });
-  const verified = members.map((_, index) => `select CAST($1 AS bigint), CAST($${5 + 2 * index} AS integer), CAST($${6 + 2 * index} AS text), ${recordId}`);
+  const params = [input.repositoryId, input.headSha, record.sharedGeneration, record.digest, ...members.flatMap((member) => [member.pullNumber, member.headSha])];
+  const number = (index: number) => `$${5 + 2 * index}`;
+  const head = (index: number) => `$${6 + 2 * index}`;
+  const verified = members.map((_, i) => `select CAST($1 AS bigint), CAST(${number(i)} AS integer), CAST(${head(i)} AS text), ${recordId}`);
+  const merged = members.map((_, i) => `(pull_number = ${number(i)} and head_sha = ${head(i)})`);
   return [
     query("run", `insert into merge_group_verified (repository_id, pull_number, head_sha, record_id) ${verified.join(" union all ")} on conflict do nothing`, ...params),
-    query(
-      "run",
-      `update merge_records set merge_group_id = ${recordId}
-       where repository_id = $1 and merge_group_id is null and (${pairs.map((_, index) => `(pull_number = $${5 + 2 * index} and head_sha = $${6 + 2 * index})`).join(" or ")})`,
-      ...params,
-    ),
+    query("run", `update merge_records set merge_group_id = ${recordId} where repository_id = $1 and merge_group_id is null and (${merged.join(" or ")})`, ...params),
   ];
 }
 
-function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: NonNullable<Parameters<typeof recordGroupJudgement>[0]["record"]>) {
+function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: GroupRecordWrite) {
   const encoded = encodeRecordBody(record.body);
   return query(
     "run",
