@@ -61,6 +61,6 @@ export async function seedMerge(store: Store, at: number, over: SeedMerge = {}):
     mergedBy: over.mergedBy === undefined ? { id: 501, login: "octocat" } : over.mergedBy, mergedAtMs: at - 5, recovered: over.recovered ?? false, now: at,
   }));
   if (merged === null) throw new Error("seedMerge: the merge was recorded already");
-  if (over.enrollment !== undefined) await store.execute(() => settleMergeEnrollment(merged.id, over.enrollment!));
+  if (over.enrollment !== undefined) await store.execute(() => settleMergeEnrollment(merged.id, over.enrollment!, at));
   return `m${merged.id}`;
 }

@@ -31,7 +31,7 @@ describe.each(BACKENDS)("merge records at ingress on %s", (backend) => {
   const settle = async () => {
     const pending = await h.store.execute(() => readMergesAwaitingEnrollment(null));
     const forge = { readFile: async () => ({ kind: "found", path: ".forge/service-policy.toml", text: "schema_version = 1\nenabled = true\n", bytes: 32 }) as const };
-    return settleEnrollments({ store: h.store, forge, policyPath: ".forge/service-policy.toml", cache: new EnrollmentCache(), metrics: h.metrics, log: pino({ level: "warn" }, { write: (line: string) => void h.logs.push(line) }) }, pending);
+    return settleEnrollments({ store: h.store, forge, policyPath: ".forge/service-policy.toml", cache: new EnrollmentCache(), now: () => 9_000, metrics: h.metrics, log: pino({ level: "warn" }, { write: (line: string) => void h.logs.push(line) }) }, pending);
   };
 
   test("a merge without a success is recorded unapproved with its enrollment unread, and counted and logged once when it is read, however often it is delivered", async () => {

@@ -333,7 +333,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   const settlePendingEnrollments = async (): Promise<void> => {
     try {
       const pending = await store.execute(() => readMergesAwaitingEnrollment(null));
-      if (pending.length > 0) await settleEnrollments({ store, forge, policyPath: deps.policyPath, log, ...(deps.metrics ? { metrics: deps.metrics } : {}) }, pending, call);
+      if (pending.length > 0) await settleEnrollments({ store, forge, policyPath: deps.policyPath, log, now, ...(deps.metrics ? { metrics: deps.metrics } : {}) }, pending, call);
     } catch (error) {
       problem("queue_failed", { code: errorCode(error) });
     }

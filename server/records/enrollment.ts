@@ -41,6 +41,8 @@ export type EnrollmentDeps = {
   readonly cache?: EnrollmentCache;
   readonly metrics?: Pick<Metrics, "unapprovedMerges">;
   readonly log: Pick<Logger, "warn">;
+  /** The clock: when a merge was settled is part of its record. */
+  readonly now: () => number;
 };
 
 /** Reads and settles each merge's enrollment; answers how many were settled (the rest stay pending). */
@@ -49,7 +51,7 @@ export async function settleEnrollments(deps: EnrollmentDeps, merges: readonly M
   for (const merge of merges) {
     const enrollment = await enrollmentOf(deps, merge, call);
     if (enrollment === null) continue;
-    const outcome = await deps.store.execute(() => settleMergeEnrollment(merge.id, enrollment));
+    const outcome = await deps.store.execute(() => settleMergeEnrollment(merge.id, enrollment, deps.now()));
     if (outcome === null) continue; // settled by another process meanwhile: it reported
     settled++;
     if (outcome.unapproved && deps.metrics) {

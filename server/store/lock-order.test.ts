@@ -110,7 +110,7 @@ function round(store: Store, n: number): Promise<unknown>[] {
     store.execute(() => markGuardedReset(repo.repositoryId, pull.headSha, now)),
     (async () => {
       const pending = await store.execute(() => readMergesAwaitingEnrollment(null, 3));
-      for (const merge of pending) await store.execute(() => settleMergeEnrollment(merge.id, n % 2 === 0 ? "enrolled" : "not_enrolled"));
+      for (const merge of pending) await store.execute(() => settleMergeEnrollment(merge.id, n % 2 === 0 ? "enrolled" : "not_enrolled", n));
     })(),
     store.execute(() => recordEvaluation({ ...repo, pullNumber: pull.number, headSha: pull.headSha, baseSha: pull.headSha, updatedAtMs: now, evaluationGeneration: n, authoritySubjects: `user:u${n}\n`, now })),
     store.execute(function* () {

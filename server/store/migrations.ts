@@ -25,6 +25,8 @@ import pg0012 from "../../migrations/postgres/0012_merge_groups.sql" with { type
 import lite0012 from "../../migrations/sqlite/0012_merge_groups.sql" with { type: "text" };
 import pg0013 from "../../migrations/postgres/0013_merge_group_records.sql" with { type: "text" };
 import lite0013 from "../../migrations/sqlite/0013_merge_group_records.sql" with { type: "text" };
+import pg0014 from "../../migrations/postgres/0014_record_digests.sql" with { type: "text" };
+import lite0014 from "../../migrations/sqlite/0014_record_digests.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -47,6 +49,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "0011_open_pull_tombstones", postgres: pg0011, sqlite: lite0011 },
   { version: 12, name: "0012_merge_groups", postgres: pg0012, sqlite: lite0012 },
   { version: 13, name: "0013_merge_group_records", postgres: pg0013, sqlite: lite0013 },
+  { version: 14, name: "0014_record_digests", postgres: pg0014, sqlite: lite0014 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

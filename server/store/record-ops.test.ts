@@ -205,9 +205,9 @@ describe.each(BACKENDS)("decision and merge records on %s", (backend) => {
     expect((await fences(7)).mergeAwaitingEnrollment).toBe(true);
     expect((await fences(9)).mergeAwaitingEnrollment).toBe(false);
 
-    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "not_enrolled"))).toEqual({ unapproved: false });
-    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "enrolled"))).toBeNull(); // settled once
-    expect(await store.execute(() => settleMergeEnrollment(pending[1]!.id, "enrolled"))).toEqual({ unapproved: true });
+    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "not_enrolled", 9))).toEqual({ unapproved: false });
+    expect(await store.execute(() => settleMergeEnrollment(pending[0]!.id, "enrolled", 9))).toBeNull(); // settled once
+    expect(await store.execute(() => settleMergeEnrollment(pending[1]!.id, "enrolled", 9))).toEqual({ unapproved: true });
     const rows = await store.execute(() => all<{ pull_number: number; enrollment: string; unapproved: unknown; base_sha: string | null }>("select pull_number, enrollment, unapproved, base_sha from merge_records order by id"));
     expect(rows.map((r) => [r.pull_number, r.enrollment, truth(r.unapproved), r.base_sha])).toEqual([[7, "not_enrolled", false, "b".repeat(40)], [8, "enrolled", true, null]]);
     expect(await store.execute(() => readMergesAwaitingEnrollment(null))).toEqual([]);

@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import type { QueueGauges } from "../observability/metrics.ts";
+import { sha256Hex } from "../records/tamper-evidence.ts";
 import { MIGRATION_HEAD, pendingMigrations, RELEASE_CONTRACT } from "./migrations.ts";
 import { guardWaitMs, isBatch, isDialectQuestion, type Op, type OpOptions, type Query, remainingMs, type Step } from "./op.ts";
 import { RwLock } from "./rw-lock.ts";
@@ -101,6 +102,11 @@ export class SqliteStore implements Store {
     db.run(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     db.run("PRAGMA foreign_keys = ON");
     db.run("PRAGMA synchronous = NORMAL");
+    // The record digests' SHA-256 (ops/record-digest.ts): SQLite has none built in. Text hashes as its UTF-8 bytes.
+    db.function("sha256_hex", { deterministic: true, directOnly: true }, (value: unknown) => {
+      if (typeof value !== "string" && !(value instanceof Uint8Array)) throw new TypeError("sha256_hex takes text or bytes");
+      return sha256Hex(value);
+    });
     return new SqliteStore(db);
   }
 

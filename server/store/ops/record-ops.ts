@@ -1,7 +1,8 @@
 import { type DecisionRecordBody, encodeRecordBody } from "../../records/codec.ts";
-import { all, batch, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
+import { all, batch, type Dialect, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
 import { BEGIN_CHECK_WRITE_SQL, REMEMBER_HEAD_CHECK_SQL, rememberHeadCheckParams, SETTLE_CHECK_DIGEST_SQL } from "./published-ops.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
+import { recordDigestSql, storedRecordDigestSql } from "./record-digest.ts";
 
 /**
  * The write side of decision records and merge records (DESIGN 3.10, issue 28; migration 0008). The readers are
@@ -39,13 +40,31 @@ export type PendingCheckWrite =
   | { readonly kind: "begin"; readonly now: number }
   | { readonly kind: "remember"; readonly checkRunId: number; readonly now: number };
 
-const INSERT_DECISION_SQL = `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
-       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, null, $12, $13)
+/**
+ * Which parameter of the insert below carries each column (confirmed_at_ms: none, a new record is unconfirmed); those of
+ * the integer columns (not bigint) are cast to it: PostgreSQL gives a parameter one type.
+ */
+const INSERT_DECISION_VALUES: Readonly<Record<string, string>> = {
+  installation_id: "$1", repository_id: "$2", repository_full_name: "$3", pull_number: "CAST($4 AS integer)", head_sha: "$5", shared_generation: "$6", digest: "$7",
+  conclusion: "$9", break_glass: "$10", published_at_ms: "$11", confirmed_at_ms: "null", body_bytes: "CAST($12 AS integer)", body: "$13",
+};
+/** What an adoption (below) takes from the new attempt; the rest of the record stays. */
+const ADOPTED = ["pull_number", "conclusion", "break_glass", "body_bytes", "body"];
+
+/**
+ * The decision record's insert, with its digest (record_sha256, ops/record-digest.ts) computed by the same statement from the
+ * values it writes, and recomputed by an adoption from the record as it becomes.
+ */
+function insertDecisionSql(dialect: Dialect): string {
+  const adopted = Object.fromEntries(ADOPTED.map((column) => [column, `excluded.${column}`]));
+  return `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
+       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body, record_sha256)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, null, $12, $13, ${recordDigestSql("decision", dialect, (column) => INSERT_DECISION_VALUES[column]!)})
      on conflict (repository_id, head_sha, shared_generation, digest) do update set pending_token = excluded.pending_token,
-       pull_number = excluded.pull_number, conclusion = excluded.conclusion, break_glass = excluded.break_glass,
-       body_bytes = excluded.body_bytes, body = excluded.body
+       ${ADOPTED.map((column) => `${column} = excluded.${column}`).join(", ")},
+       record_sha256 = ${storedRecordDigestSql("decision", dialect, "decision_records", adopted)}
      where decision_records.confirmed_at_ms is null`;
+}
 const INSERT_DECISION_PARAMS = 13;
 
 function decisionParams(record: PendingDecision): unknown[] {
@@ -82,21 +101,26 @@ function checkWriteOf(record: PendingDecision, write: PendingCheckWrite): { read
  * or batch (SQLite). One statement sent alone on PostgreSQL: runnable under the publication guards.
  */
 export function* recordPendingDecision(record: PendingDecision, alongside?: PendingCheckWrite): Op<void> {
-  const sqlite = (yield* dialect()) === "sqlite";
+  const which = yield* dialect();
+  const insert = insertDecisionSql(which);
   const params = decisionParams(record);
   if (alongside === undefined) {
-    yield* lone(run(INSERT_DECISION_SQL, ...params));
+    yield* lone(run(insert, ...params));
     return;
   }
   const check = checkWriteOf(record, alongside);
-  if (sqlite) {
-    yield* batch([query("run", INSERT_DECISION_SQL, ...params), query("run", check.sql, ...check.params)], { last: true });
+  if (which === "sqlite") {
+    yield* batch([query("run", insert, ...params), query("run", check.sql, ...check.params)], { last: true });
     return;
   }
-  yield* lone(run(`with record as (${INSERT_DECISION_SQL}) ${shifted(check.sql, INSERT_DECISION_PARAMS)}`, ...params, ...check.params));
+  yield* lone(run(`with record as (${insert}) ${shifted(check.sql, INSERT_DECISION_PARAMS)}`, ...params, ...check.params));
 }
 
-const CONFIRM_DECISION_SQL = "update decision_records set confirmed_at_ms = $4 where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null";
+/** The confirmation of the record carrying a token: `$now` is its time's parameter; the digest is recomputed with it. */
+function confirmDecisionSql(dialect: Dialect, now: string): string {
+  return `update decision_records set confirmed_at_ms = ${now}, record_sha256 = ${storedRecordDigestSql("decision", dialect, "decision_records", { confirmed_at_ms: now })}
+     where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null`;
+}
 
 /**
  * After a completing write that reached the forge: confirms the record that carries its token, and with `settle` settles the
@@ -110,16 +134,16 @@ export function* confirmDecision(input: {
   readonly now: number;
   readonly settle?: { readonly digest: string; readonly generation: number };
 }): Op<boolean> {
+  const which = yield* dialect();
   const confirm = [input.repositoryId, input.headSha, input.token, input.now];
-  if (input.settle === undefined) return (yield* lone(run(CONFIRM_DECISION_SQL, ...confirm))) > 0;
+  if (input.settle === undefined) return (yield* lone(run(confirmDecisionSql(which, "$4"), ...confirm))) > 0;
   const settle = [input.repositoryId, input.headSha, input.token, input.settle.digest, input.settle.generation, input.now];
-  if ((yield* dialect()) === "sqlite") {
-    const [, settled] = yield* batch([query("run", CONFIRM_DECISION_SQL, ...confirm), query("run", SETTLE_CHECK_DIGEST_SQL, ...settle)], { last: true });
+  if (which === "sqlite") {
+    const [, settled] = yield* batch([query("run", confirmDecisionSql(which, "$4"), ...confirm), query("run", SETTLE_CHECK_DIGEST_SQL, ...settle)], { last: true });
     return (settled as number) > 0;
   }
   // The settle's parameters are the confirmation's first three, then its own: one parameter list for both parts.
-  const sql = `with confirmed as (update decision_records set confirmed_at_ms = $6 where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null)
-    ${SETTLE_CHECK_DIGEST_SQL}`;
+  const sql = `with confirmed as (${confirmDecisionSql(which, "$6")}) ${SETTLE_CHECK_DIGEST_SQL}`;
   return (yield* lone(run(sql, ...settle))) > 0;
 }
 
@@ -161,22 +185,7 @@ export type RecordedMerge = { readonly id: number; readonly pullNumber: number; 
 export function mergeRecordQuery(input: MergeInput): Query {
   return query(
     "one",
-    `insert into merge_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, merge_commit_sha, merged_by_id, merged_by_login,
-       merged_at_ms, decision_id, decision_conclusion, unapproved, break_glass, recovered, recorded_at_ms, reset_at_ms, base_sha, merge_group_id)
-     select CAST($1 AS bigint), CAST($2 AS bigint), CAST($3 AS text), CAST($4 AS integer), CAST($5 AS text), CAST($6 AS text), CAST($7 AS bigint), CAST($8 AS text),
-       CAST($9 AS bigint), d.id, d.conclusion, not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null and (g.reset_at_ms is null or g.reset_at_ms <= d.published_at_ms), false),
-       coalesce(d.break_glass, false), CAST($10 AS boolean), CAST($11 AS bigint),
-       case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end,
-       CAST($13 AS text),
-       (select max(v.record_id) from merge_group_verified v where v.repository_id = $2 and v.pull_number = $4 and v.head_sha = $5)
-     from (select 1 as here) one left join (
-       select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
-       where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
-     ) d on 1 = 1
-     left join head_generations g on g.repository_id = $2 and g.head_sha = $5
-     where true
-     on conflict (repository_id, pull_number, head_sha) do nothing
-     returning id, pull_number, head_sha, unapproved`,
+    { postgresql: mergeInsertSql("postgresql"), sqlite: mergeInsertSql("sqlite") },
     input.installationId, input.repositoryId, input.repositoryFullName, input.pullNumber, input.headSha, input.mergeCommitSha,
     input.mergedBy?.id ?? null, input.mergedBy?.login ?? null, input.mergedAtMs, input.recovered, input.now,
     // A recovered merge is judged by the records published before it (give or take the clocks' skew): a closed pull request
@@ -184,6 +193,40 @@ export function mergeRecordQuery(input: MergeInput): Query {
     input.recovered && input.mergedAtMs !== null ? input.mergedAtMs + MERGE_CLOCK_SKEW_MS : null,
     input.baseSha,
   );
+}
+
+/**
+ * The columns mergeRecordQuery writes, in order; its digest covers them (and enrollment and settled_at_ms, null until
+ * settled) except merge_group_id: a link to the merge-group record that verified the pull request, which a group record
+ * written after the merge sets later (possibly after a checkpoint covered the merge). It is evidence, not approval (the
+ * verdict is `unapproved`), and the group record it names is covered by its own digest.
+ */
+const MERGE_COLUMNS = [
+  "installation_id", "repository_id", "repository_full_name", "pull_number", "head_sha", "merge_commit_sha", "merged_by_id", "merged_by_login",
+  "merged_at_ms", "decision_id", "decision_conclusion", "unapproved", "break_glass", "recovered", "recorded_at_ms", "reset_at_ms", "base_sha", "merge_group_id",
+];
+
+function mergeInsertSql(dialect: Dialect): string {
+  const digest = storedRecordDigestSql("merge", dialect, "v", { enrollment: "null", settled_at_ms: "null" });
+  return `insert into merge_records (${MERGE_COLUMNS.join(", ")}, record_sha256)
+     select ${MERGE_COLUMNS.map((column) => `v.${column}`).join(", ")}, ${digest} from (
+       select CAST($1 AS bigint) as installation_id, CAST($2 AS bigint) as repository_id, CAST($3 AS text) as repository_full_name, CAST($4 AS integer) as pull_number,
+         CAST($5 AS text) as head_sha, CAST($6 AS text) as merge_commit_sha, CAST($7 AS bigint) as merged_by_id, CAST($8 AS text) as merged_by_login,
+         CAST($9 AS bigint) as merged_at_ms, d.id as decision_id, d.conclusion as decision_conclusion,
+         not coalesce(d.conclusion = 'success' and d.confirmed_at_ms is not null and (g.reset_at_ms is null or g.reset_at_ms <= d.published_at_ms), false) as unapproved,
+         coalesce(d.break_glass, false) as break_glass, CAST($10 AS boolean) as recovered, CAST($11 AS bigint) as recorded_at_ms,
+         case when d.conclusion = 'success' and d.confirmed_at_ms is not null and g.reset_at_ms > d.published_at_ms then g.reset_at_ms else null end as reset_at_ms,
+         CAST($13 AS text) as base_sha,
+         (select max(mv.record_id) from merge_group_verified mv where mv.repository_id = $2 and mv.pull_number = $4 and mv.head_sha = $5) as merge_group_id
+       from (select 1 as here) one left join (
+         select id, conclusion, confirmed_at_ms, break_glass, published_at_ms from decision_records
+         where repository_id = $2 and head_sha = $5 and pull_number = $4 and (CAST($12 AS bigint) is null or published_at_ms <= CAST($12 AS bigint)) order by id desc limit 1
+       ) d on 1 = 1
+       left join head_generations g on g.repository_id = $2 and g.head_sha = $5
+     ) v
+     where true
+     on conflict (repository_id, pull_number, head_sha) do nothing
+     returning id, pull_number, head_sha, unapproved`;
 }
 
 /** How far the forge's merge time and this service's record times may disagree (a recovered merge's judgement allows it). */
@@ -246,13 +289,16 @@ export function* readMergesAwaitingEnrollment(of: { readonly repositoryId: numbe
 /**
  * Settles a merge's enrollment once (the first settle wins; a merge settled already answers null). A `not_enrolled` merge is
  * never unapproved: the service was not enabled where it merged. Answers whether the settled merge is unapproved (the caller
- * reports it: only an enrolled merge is counted). One statement alone (merge_records, the store's lock order 8).
+ * reports it: only an enrolled merge is counted). One statement alone (merge_records, the store's lock order 8), which also
+ * keeps when the merge was settled and its digest as it becomes (final: a checkpoint may cover it from then on).
  */
-export function* settleMergeEnrollment(id: number, enrollment: "enrolled" | "not_enrolled"): Op<{ readonly unapproved: boolean } | null> {
+export function* settleMergeEnrollment(id: number, enrollment: "enrolled" | "not_enrolled", now: number): Op<{ readonly unapproved: boolean } | null> {
+  const unapproved = "case when CAST($2 AS text) = 'not_enrolled' then false else merge_records.unapproved end";
+  const digest = storedRecordDigestSql("merge", yield* dialect(), "merge_records", { enrollment: "CAST($2 AS text)", unapproved, settled_at_ms: "CAST($3 AS bigint)" });
   const row = yield* lone(one<{ unapproved: unknown }>(
-    `update merge_records set enrollment = CAST($2 AS text), unapproved = case when CAST($2 AS text) = 'not_enrolled' then false else unapproved end
+    `update merge_records set enrollment = CAST($2 AS text), unapproved = ${unapproved}, settled_at_ms = CAST($3 AS bigint), record_sha256 = ${digest}
      where id = $1 and enrollment is null returning unapproved`,
-    id, enrollment,
+    id, enrollment, now,
   ));
   return row === null ? null : { unapproved: row.unapproved === true || Number(row.unapproved) === 1 };
 }

@@ -126,7 +126,7 @@ export async function evaluatePullRequest(ctx: WorkerContext, row: JobRow, signa
 async function settleMergesOf(ctx: WorkerContext, row: JobRow, repository: RepositoryRef, pullNumber: number, signal: AbortSignal): Promise<void> {
   try {
     const pending = await ctx.store.execute(() => readMergesAwaitingEnrollment({ repositoryId: repository.repositoryId, pullNumber }));
-    await settleEnrollments({ store: ctx.store, forge: ctx.forge, policyPath: ctx.settings.policyPath, metrics: ctx.metrics, log: ctx.log }, pending, { signal, priority: priorityOf(row) });
+    await settleEnrollments({ store: ctx.store, forge: ctx.forge, policyPath: ctx.settings.policyPath, metrics: ctx.metrics, log: ctx.log, now: ctx.now }, pending, { signal, priority: priorityOf(row) });
   } catch (error) {
     ctx.log.warn({ code: (error as { code?: string }).code ?? "unknown" }, "the enrollment of a merge could not be read; the reconciler reads it");
   }
