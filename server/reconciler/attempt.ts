@@ -1,8 +1,8 @@
 import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forge/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import {
-  acquireElectionLease, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneMergeGroupBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
-  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store,
+  acquireElectionLease, type CheckpointOutcome, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneMergeGroupBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
+  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store, writeCheckpoint,
 } from "../store/index.ts";
 import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
 import type { Metrics } from "../observability/metrics.ts";
@@ -18,6 +18,8 @@ import { type OpenPullItem, type RejectionReason, type Validated, validateClosed
  *     │ error ─────────────▶ failure
  *     ▼
  *   prune expired delivery IDs and stale published-state records (batches, each fenced by the lease)
+ *     ▼
+ *   write a checkpoint of the decision and merge records when one is due (fenced by the lease; a failure waits for the next)
  *     ▼
  *   list installations ──gap, not a list, any invalid item──▶ failure (validated whole before any installation is processed)
  *     ▼
@@ -115,6 +117,8 @@ export type AttemptReport = {
   readonly pruned: number;
   /** Merges whose `closed` delivery was missed, recorded from the recently closed pull requests. */
   readonly mergesRecovered: number;
+  /** Records covered by the checkpoint this attempt wrote (0: none was due, or nothing was added). */
+  readonly checkpointed: number;
 };
 
 /** What stops one repository's listing and marks the attempt partial (a fixed code; `fields` never carry forge values). */
@@ -139,7 +143,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   const { store, forge, log } = deps;
   const now = () => deps.clock.now();
   const problems: string[] = [];
-  const counts = { installations: 0, repositories: 0, pullRequests: 0, unchanged: 0, queued: 0, pruned: 0, mergesRecovered: 0 };
+  const counts = { installations: 0, repositories: 0, pullRequests: 0, unchanged: 0, queued: 0, pruned: 0, mergesRecovered: 0, checkpointed: 0 };
   const report = (result: AttemptResult): AttemptReport => ({ result, problems, ...counts });
   const problem = (code: string, fields: Record<string, unknown> = {}) => {
     if (!problems.includes(code)) problems.push(code);
@@ -376,6 +380,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
 
   try {
     counts.pruned = await prune(deps, settings, interrupted);
+    counts.checkpointed = await writeHistoryCheckpoint(deps, settings, interrupted);
     try {
       const start = await store.execute(() => readHistoryStart());
       recoverSince = start === null ? null : Math.max(start, now() - MERGE_RECOVERY_WINDOW_MS);
@@ -452,6 +457,25 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: 
   // Index rows no complete listing renewed for as long: a repository no longer listed (DESIGN 3.9).
   await pruneBatches(deps, interrupted, "stale open-pull-request index rows", () => pruneIndexBatch(settings.lease, horizon, now()));
   return delivered;
+}
+
+/**
+ * The checkpoint of the decision and merge records (store ops/checkpoint-ops.ts), when one is due: database work only, so it
+ * is written whatever the forge answers. A failure leaves it to the next attempt; a lost lease stops the attempt.
+ */
+async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
+  interrupted();
+  let outcome: CheckpointOutcome;
+  try {
+    outcome = await deps.store.execute(() => writeCheckpoint(settings.lease, deps.clock.now()));
+  } catch (error) {
+    deps.log.warn({ code: errorCode(error) }, "writing a checkpoint of the decision and merge records failed; the next attempt retries");
+    return 0;
+  }
+  if (outcome.kind === "lost") throw new Stop("lease_lost");
+  if (outcome.kind !== "written") return 0;
+  deps.log.info({ checkpoint: outcome.checkpoint.id, records: outcome.checkpoint.count }, "checkpoint of the decision and merge records written");
+  return outcome.checkpoint.count;
 }
 
 async function pruneBatches(deps: AttemptDeps, interrupted: () => void, what: string, batch: () => ReturnType<typeof pruneDeliveryBatch>): Promise<number> {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, createTestDatabase, type TestDatabase } from "../../e2e/support/databases.ts";
 import type { ListResult } from "../forge/index.ts";
 import {
-  acceptDirectTrigger, acquireElectionLease, all, migrateDatabase, one, openStore, readIndexedOnHead, readElectionLease, readEvaluations, recordEvaluation, recordMerge, recordPendingDecision, releaseElectionLease,
+  acceptDirectTrigger, acquireElectionLease, all, confirmDecision, migrateDatabase, one, openStore, readCheckpoints, readIndexedOnHead, readElectionLease, readEvaluations, recordEvaluation, recordMerge, recordPendingDecision, releaseElectionLease,
   renewElectionLease, run, type Store,
 } from "../store/index.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
@@ -757,6 +757,28 @@ describe.each(BACKENDS)("reconciler on %s", (backend) => {
     });
     expect((await t.reconciler.runOnce()).result).toBe("unelected");
     expect(await store.execute(() => all("select delivery_id from webhook_deliveries"))).toHaveLength(1);
+  });
+
+  test("the elected reconciler writes a checkpoint of the records added, at most once per ten minutes, whatever the forge answers", async () => {
+    const store = await setup();
+    const t = make(store, scriptedForge({ installations: () => ({ complete: false, cause: "transient", detail: "unreachable" }) }));
+    let n = 0;
+    const decide = async () => {
+      const token = `pending:${++n}`;
+      await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ published_at: new Date(t.clock.now()).toISOString() }), sharedGeneration: n, digest: "d", token }));
+      await store.execute(() => confirmDecision({ repositoryId: 40, headSha: sampleDecisionBody().head_sha, token, now: t.clock.now() }));
+    };
+    await decide();
+    expect(await t.reconciler.runOnce()).toMatchObject({ result: "failure", checkpointed: 1 });
+    await decide();
+    t.clock.advance(5 * 60_000);
+    expect(await t.reconciler.runOnce()).toMatchObject({ checkpointed: 0 });
+    t.clock.advance(5 * 60_000);
+    expect(await t.reconciler.runOnce()).toMatchObject({ checkpointed: 1 });
+    const written = await store.execute(() => readCheckpoints(0, 10));
+    expect(written.map((c) => [c.id, c.count])).toEqual([[1, 1], [2, 1]]);
+    expect(written[1]!.previous).toBe(written[0]!.hash);
+    expect(t.text()).toContain("checkpoint of the decision and merge records written");
   });
 
   test("an election error is a failure", async () => {

@@ -70,7 +70,7 @@ export function createReconciler(deps: ReconcilerDeps, options: ReconcilerOption
     const report = await runAttempt({ ...deps, clock }, { lease, retentionMs: options.retentionMs, fullSweepMs, mergeRecovery, ...(options.decisionRetentionMs !== undefined ? { decisionRetentionMs: options.decisionRetentionMs } : {}) }, controller.signal);
     if (report.result === "unelected") return report;
     deps.metrics.reconciliations.inc({ result: report.result });
-    const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, unchanged: report.unchanged, queued: report.queued, pruned: report.pruned };
+    const summary = { result: report.result, problems: report.problems, installations: report.installations, repositories: report.repositories, pull_requests: report.pullRequests, unchanged: report.unchanged, queued: report.queued, pruned: report.pruned, checkpointed: report.checkpointed };
     if (report.result === "success") {
       deps.metrics.reconciliationLastSuccess.set(clock.now() / 1000);
       deps.log.info(summary, "reconciliation finished");

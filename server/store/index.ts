@@ -15,3 +15,4 @@ export * from "./authority-subjects.ts";
 export * from "./ops/record-ops.ts";
 export * from "./ops/history-ops.ts";
 export * from "./ops/merge-group-ops.ts";
+export * from "./ops/checkpoint-ops.ts";

@@ -307,23 +307,28 @@ export function* settleMergeEnrollment(id: number, enrollment: "enrolled" | "not
 export const HISTORY_PRUNE_BATCH = 1_000;
 
 /**
- * Removes, fenced by the reconciler lease, up to `batch` decision records published before `cutoffMs` and up to `batch` merge
- * records recorded before it (SERVICE_DECISION_RETENTION_DAYS). A merge record outliving its decision keeps the decision's
- * conclusion. Returns the number removed, or null when the lease was lost.
+ * Removes, fenced by the reconciler lease, up to `batch` decision records and up to `batch` merge records past the retention
+ * (SERVICE_DECISION_RETENTION_DAYS): those a checkpoint written before `cutoffMs` covers, whole checkpoints oldest first, and
+ * those no checkpoint covers that were published (recorded) before it. A covered record goes with its checkpoint, never
+ * alone, so `service history verify` finds every checkpoint younger than the retention whole (ops/checkpoint-ops.ts); the
+ * checkpoint rows themselves are kept. A merge record outliving its decision keeps the decision's conclusion. Returns the
+ * number removed, or null when the lease was lost.
  */
 export function* pruneHistory(lease: ElectionLease, cutoffMs: number, now: number, batchSize: number = HISTORY_PRUNE_BATCH): Op<number | null> {
   if (!(yield* renewElectionLease(lease, now))) return null;
-  const decisions = yield* run(
-    "delete from decision_records where id in (select id from decision_records where published_at_ms < $1 order by published_at_ms, id limit $2)",
-    cutoffMs, batchSize,
-  );
-  const merges = yield* run(
-    "delete from merge_records where id in (select id from merge_records where recorded_at_ms < $1 order by recorded_at_ms, id limit $2)",
-    cutoffMs, batchSize,
-  );
+  const horizon = yield* one<{ id: unknown }>("select max(id) as id from history_checkpoints where created_at_ms < $1", cutoffMs);
+  const covered = horizon?.id === null || horizon?.id === undefined ? null : Number(horizon.id);
+  let removed = 0;
+  for (const [table, time] of [["decision_records", "published_at_ms"], ["merge_records", "recorded_at_ms"]] as const) {
+    const left = covered === null ? batchSize : batchSize - (yield* run(
+      `delete from ${table} where id in (select id from ${table} where checkpoint_id <= $1 order by checkpoint_id, checkpoint_leaf limit $2)`, covered, batchSize,
+    ));
+    removed += batchSize - left;
+    if (left > 0) removed += yield* run(`delete from ${table} where id in (select id from ${table} where checkpoint_id is null and ${time} < $1 order by id limit $2)`, cutoffMs, left);
+  }
   // What the merge groups removed verified goes with them (a link from a kept merge record then names a pruned record).
-  if (decisions > 0) yield* run("delete from merge_group_verified where record_id in (select v.record_id from merge_group_verified v where not exists (select 1 from decision_records d where d.id = v.record_id) limit $1)", batchSize * 100);
-  return decisions + merges;
+  if (removed > 0) yield* run("delete from merge_group_verified where record_id in (select v.record_id from merge_group_verified v where not exists (select 1 from decision_records d where d.id = v.record_id) limit $1)", batchSize * 100);
+  return removed;
 }
 
 /**
