@@ -7,7 +7,7 @@ import { commandUsage, helpRequest, overallUsage } from "./commands/help.ts";
 import { loadOrReport, loggerFor } from "./commands/load.ts";
 import { runDemo } from "./commands/demo.ts";
 import { runExplain } from "./commands/explain.ts";
-import { runHistory, runHistoryExport, runHistoryReplay } from "./commands/history.ts";
+import { runHistory, runHistoryExport, runHistoryReplay, runHistoryVerify } from "./commands/history.ts";
 import { runValidate } from "./commands/validate.ts";
 import { startService } from "./commands/serve.ts";
 
@@ -43,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
     if (config === null) return EXIT_USAGE;
     if (sub === "export") return runHistoryExport(argv.slice(2), config, out);
     if (sub === "replay") return runHistoryReplay(argv.slice(2), config, out);
+    if (sub === "verify") return runHistoryVerify(argv.slice(2), config, out);
     return runHistory(argv.slice(1), config, out);
   }
   if (command === undefined || rest.length > 0) {

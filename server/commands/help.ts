@@ -1,6 +1,8 @@
 import { type ExitCodes, exitCodesLine } from "./exit-codes.ts";
 import { EXPLAIN_EXIT_CODES, EXPLAIN_USAGE } from "./explain.ts";
-import { HISTORY_EXIT_CODES, HISTORY_EXPORT_EXIT_CODES, HISTORY_EXPORT_USAGE, HISTORY_REPLAY_EXIT_CODES, HISTORY_REPLAY_USAGE, HISTORY_USAGE } from "./history.ts";
+import {
+  HISTORY_EXIT_CODES, HISTORY_EXPORT_EXIT_CODES, HISTORY_EXPORT_USAGE, HISTORY_REPLAY_EXIT_CODES, HISTORY_REPLAY_USAGE, HISTORY_USAGE, HISTORY_VERIFY_EXIT_CODES, HISTORY_VERIFY_USAGE,
+} from "./history.ts";
 import { VALIDATE_EXIT_CODES, VALIDATE_USAGE } from "./validate.ts";
 
 /**
@@ -61,6 +63,12 @@ export const COMMANDS: readonly CommandHelp[] = [
     summary: "read a decision record's files again at their blob SHAs (configured App credentials), run today's evaluation on the recorded inputs and say whether it reaches the recorded conclusion, owner sets and reasons; --json prints the evidence document for the playground",
     usage: HISTORY_REPLAY_USAGE,
     exitCodes: HISTORY_REPLAY_EXIT_CODES,
+  },
+  {
+    name: ["history", "verify"], synopsis: "service history verify [--since CHECKPOINT|DATE]",
+    summary: "recompute every record's digest and every checkpoint (Merkle root, link to the one before) and name the first record or checkpoint that was changed, removed or inserted; prints the last checkpoint's hash to keep elsewhere; reads only the database settings",
+    usage: HISTORY_VERIFY_USAGE,
+    exitCodes: HISTORY_VERIFY_EXIT_CODES,
   },
   {
     name: ["validate"], synopsis: "service validate [DIR] [--files-from FILE|-] [--forge-directory NAME] [--format text|json|github] [--policy FILE] [--organization-policy FILE] [--strict]",

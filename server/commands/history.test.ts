@@ -8,9 +8,9 @@ import { ForgeError, type BlobRead } from "../forge/index.ts";
 import type { DecisionRecordBody } from "../records/codec.ts";
 import { recordFixture } from "../records/record-fixture.ts";
 import type { DecisionRecord, HistoryRecord } from "../records/schema.ts";
-import { confirmDecision, listHistory, one, readHistoryRecord, recordGroupJudgement, recordMerge, recordPendingDecision, type Store } from "../store/index.ts";
+import { acquireElectionLease, confirmDecision, listHistory, one, readHistoryRecord, recordGroupJudgement, recordMerge, recordPendingDecision, run, type Store, writeCheckpoint } from "../store/index.ts";
 import { groupRecordBody } from "../worker/jobs/judge-merge-group.ts";
-import { EXIT_HISTORY_NONE, EXIT_REPLAY_NO_RECORD, parseDate, runHistory, runHistoryExport, runHistoryReplay } from "./history.ts";
+import { EXIT_HISTORY_NONE, EXIT_REPLAY_NO_RECORD, parseDate, runHistory, runHistoryExport, runHistoryReplay, runHistoryVerify } from "./history.ts";
 
 /** The history commands (issue 28 items 3 and 4) against a database seeded through the writers (ops/record-ops.ts). */
 const MERGE_COMMIT = "9".repeat(40);
@@ -91,6 +91,23 @@ describe("history command usage errors", () => {
     });
   }
 
+  const verifyCases: [string[], string][] = [
+    [["--since", "yesterday"], "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)"],
+    [["--since", "0"], "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)"],
+    [["--since"], "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)"],
+    [["--since", "1", "--since", "2"], "--since given twice"],
+    [["all"], "unknown argument: all"],
+    [["--attestations"], "unknown argument: --attestations"],
+  ];
+  for (const [args, message] of verifyCases) {
+    test(`history verify ${args.join(" ")}: exit 2, "${message}"`, async () => {
+      const c = capture();
+      expect(await runHistoryVerify(args, baseConfig, c.out)).toBe(2);
+      expect(c.stderr[0]).toBe(message);
+      expect(c.stderr.join("\n")).toContain("usage: service history verify");
+    });
+  }
+
   test("replay without the App credentials is a configuration error", async () => {
     const c = capture();
     expect(await runHistoryReplay(["d1"], baseConfig, c.out)).toBe(2);
@@ -116,6 +133,9 @@ describe("history command usage errors", () => {
     const c = capture();
     expect(await runHistoryReplay(["d1"], config, c.out, { forge: forgeOf(new Map()).forge })).toBe(EXIT_REPLAY_NO_RECORD);
     expect(c.stderr[0]).toStartWith("cannot read d1: ");
+    const d = capture();
+    expect(await runHistoryVerify([], config, d.out)).toBe(EXIT_HISTORY_NONE);
+    expect(d.stderr[0]).toStartWith("cannot verify the history: ");
   });
 });
 
@@ -366,5 +386,30 @@ describe.each(BACKENDS)("history commands on %s", (backend) => {
       expect(c.stderr[0]).toContain(`cannot replay ${id}`);
       expect(c.stderr[0]).toContain(why);
     }
+  });
+
+  test("verify says what it checked and the last checkpoint's hash (exit 0); a record changed in the database is named (exit 1); progress goes to stderr", async () => {
+    await open();
+    const lease = { name: "reconciler", owner: "verify-test", ttlMs: 86_400_000 };
+    const decision = await seed(recordFixture(approvedEvidence()).record, "2026-11-20T11:00:00.000Z");
+    await store.execute(() => acquireElectionLease(lease, Date.parse("2026-11-20T11:05:00Z")));
+    const written = await store.execute(() => writeCheckpoint(lease, Date.parse("2026-11-20T11:05:00Z")));
+    if (written.kind !== "written") throw new Error("no checkpoint");
+    await seed(recordFixture(failedEvidence()).record, "2026-11-20T11:06:00.000Z");
+    let clock = Date.parse("2026-11-21T00:00:00Z");
+    const ticking = { now: () => (clock += 1_500) };
+    const c = capture();
+    expect(await runHistoryVerify([], config, c.out, ticking)).toBe(0);
+    expect(c.stdout).toEqual([
+      "history verified: checkpoint 1, 1 records covered, 1 not covered yet",
+      `last checkpoint: 1, written 2026-11-20T11:05:00.000Z, covering 1 records, hash ${written.checkpoint.hash}`,
+    ]);
+    expect(c.stderr.some((line) => /^verified \d+ records/.test(line))).toBe(true);
+
+    await store.execute(() => run("update decision_records set conclusion = 'failure' where id = $1", Number(decision.id.slice(1))));
+    const d = capture();
+    expect(await runHistoryVerify(["--since", "2026-11-20"], config, d.out)).toBe(1);
+    expect(d.stdout[0]).toBe(`history verify: FAILED: decision record ${decision.id} was changed (covered by checkpoint 1): its fields do not hash to its digest`);
+    expect(d.stdout[1]).toBe("checked before it: checkpoint 1, 0 records covered, 0 not covered yet");
   });
 });

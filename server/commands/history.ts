@@ -1,6 +1,7 @@
 // `service history`, `service history export` and `service history replay` (issue 28 items 3 and 4, DESIGN 3.10): the decision
 // records and merge records in the store, for a person (the records of a pull request, or why a commit merged), for an
-// auditor's pipe (JSON Lines, streamed), and replayed against today's evaluate(). They read the database through the history
+// auditor's pipe (JSON Lines, streamed), and replayed against today's evaluate(); `service history verify` recomputes their
+// digests and checkpoints. They read the database through the history
 // read operations (server/store/ops/history-ops.ts) and nothing else; replay also reads the recorded files from the forge by
 // their blob SHAs, with the App's installation token.
 import type { Config, DatabaseTarget } from "../config/index.ts";
@@ -11,6 +12,7 @@ import { createLogger } from "../observability/logger.ts";
 import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { describeMergeGroupRecord, describeMergeRecord, describeRecord } from "../records/explain.ts";
 import { exportHistory, OutputClosed, streamSink, type WritableLike } from "../records/export.ts";
+import { type VerifyCounts, type VerifyOptions, type VerifyReport, verifyHistory } from "../records/history-verify.ts";
 import { type BlobAnswer, type ReadBlob, replayRecord, replaySettings } from "../records/replay.ts";
 import { type DecisionRecord, type HistoryFilter, type HistoryRecord, type MergeGroupRecord, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId } from "../records/schema.ts";
 import { listHistory, openStore, parseRecordId, readHistoryBatch, readHistoryRecord, type Store } from "../store/index.ts";
@@ -60,6 +62,23 @@ evidence document the playground opens (as service explain --json does), with th
 
 ${exitCodesLine(HISTORY_REPLAY_EXIT_CODES)}`;
 
+export const HISTORY_VERIFY_EXIT_CODES: ExitCodes = [
+  [0, "every record's digest and every checkpoint checks"], [1, "a record or checkpoint was changed, removed or inserted (the first is named)"],
+  [2, "usage or configuration error"], [3, "the database could not be read"],
+];
+
+export const HISTORY_VERIFY_USAGE = `usage: service history verify [--since CHECKPOINT|DATE]
+
+Recomputes the digest of every decision and merge record and every checkpoint (the elected reconciler writes one at most
+every 10 minutes when records were added: a Merkle root over the records it covers, linked to the checkpoint before it),
+and names the first record or checkpoint that was changed, removed or inserted. --since starts at checkpoint CHECKPOINT (its
+number), or at the first checkpoint written at or after DATE (YYYY-MM-DD or an ISO 8601 time with its offset), trusting its
+link to the one before; the records no checkpoint covers yet are always checked. On success it prints the last checkpoint
+and its hash: keep that hash outside the database and compare it next time (docs/security.md "Tamper evidence"). Reads in
+pages (bounded memory), progress on stderr. Reads only the database settings.
+
+${exitCodesLine(HISTORY_VERIFY_EXIT_CODES)}`;
+
 /** Records `service history` shows at most (the newest); the export has them all. */
 export const HISTORY_LIMIT = 50;
 /** Records the export reads per batch (readHistoryBatch). */
@@ -79,6 +98,8 @@ export interface HistoryDeps {
   readonly forge?: Pick<ForgeClient, "readBlob">;
   /** Where the export writes (process.stdout by default). */
   readonly exportStream?: WritableLike;
+  /** The clock (verify: the retention horizon, and how often progress is printed). */
+  readonly now?: () => number;
 }
 
 /** `--flag value` or `--flag=value`; null for an unknown argument. */
@@ -287,6 +308,58 @@ export async function runHistoryExport(args: readonly string[], config: Config, 
     out.stderr(`export failed: ${describeStoreError(error)}`);
     return EXIT_FAILURE;
   }
+}
+
+export function parseVerifyArgs(args: readonly string[]): { since?: VerifyOptions["since"] } | string {
+  const flags = flagsOf(args, ["--since"], []);
+  if (typeof flags === "string") return flags;
+  if (flags.positional.length > 0) return `unknown argument: ${flags.positional[0]}`;
+  if (!flags.values.has("--since")) return {};
+  const since = flags.values.get("--since") ?? "";
+  if (/^[1-9]\d{0,15}$/.test(since) && Number.isSafeInteger(Number(since))) return { since: { checkpoint: Number(since) } };
+  const ms = parseDate(since);
+  if (ms === null) return "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)";
+  return { since: { atMs: ms } };
+}
+
+/** How often `history verify` says how far it got, on stderr. */
+const VERIFY_PROGRESS_MS = 2_000;
+
+/** `service history verify [--since CHECKPOINT|DATE]`. */
+export async function runHistoryVerify(args: readonly string[], config: Config, rawOut: HistoryOutput, deps: HistoryDeps = {}): Promise<number> {
+  const out = printable(rawOut);
+  const parsed = parseVerifyArgs(args);
+  if (typeof parsed === "string") return usageError(out, parsed, HISTORY_VERIFY_USAGE);
+  const now = deps.now ?? Date.now;
+  let said = now();
+  const progress = (counts: Readonly<VerifyCounts>, checkpoint: { id: number } | null) => {
+    if (now() - said < VERIFY_PROGRESS_MS) return;
+    said = now();
+    out.stderr(`verified ${counts.covered + counts.uncovered} records${checkpoint === null ? "" : ` (checkpoint ${checkpoint.id})`}`);
+  };
+  let report: VerifyReport;
+  try {
+    report = await withStore(config, deps, (store) => verifyHistory(store, {
+      ...parsed, nowMs: now(), retentionMs: config.decisionRetentionDays * 86_400_000, onProgress: progress,
+    }));
+  } catch (error) {
+    out.stderr(`cannot verify the history: ${describeStoreError(error)}`);
+    return EXIT_HISTORY_NONE;
+  }
+  const walked = report.first === null ? "no checkpoint" : report.first.id === report.last!.id ? `checkpoint ${report.first.id}` : `checkpoints ${report.first.id} to ${report.last!.id}`;
+  const pruned = report.pruned > 0 ? ` (${report.pruned} past the retention: their records are pruned, their roots not recomputed)` : "";
+  const counts = `${walked}${pruned}, ${report.covered} records covered, ${report.uncovered} not covered yet${report.withoutDigest > 0 ? `, ${report.withoutDigest} from before records had digests and never final` : ""}`;
+  if (report.finding !== null) {
+    out.stdout(`history verify: FAILED: ${report.finding.message}`);
+    out.stdout(`checked before it: ${counts}`);
+    return EXIT_FAILURE;
+  }
+  out.stdout(`history verified: ${counts}`);
+  const last = report.last;
+  out.stdout(last === null
+    ? "no checkpoint yet: the elected reconciler writes the first within 10 minutes of the first records"
+    : `last checkpoint: ${last.id}, written ${new Date(last.createdAtMs).toISOString()}, covering ${last.count} records, hash ${last.hash}`);
+  return EXIT_OK;
 }
 
 /** The forge's answer for a recorded blob, as replay needs it: strict UTF-8 text (the service's own decoding), or why not. */

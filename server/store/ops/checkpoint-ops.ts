@@ -113,11 +113,14 @@ export function* readCheckpointAt(atMs: number): Op<WrittenCheckpoint | null> {
   return row === null ? null : checkpointOf(row);
 }
 
-/** The records of one kind a checkpoint covers, after leaf `afterLeaf`, by leaf (keyset pages). */
-export function* readCoveredRecords(kind: RecordKind, checkpointId: number, afterLeaf: number, limit: number): Op<Row[]> {
+/**
+ * The records of one kind a checkpoint covers, after (leaf, ID) `after`, by leaf and ID (keyset pages): two records claiming
+ * one leaf are both read.
+ */
+export function* readCoveredRecords(kind: RecordKind, checkpointId: number, after: { readonly leaf: number; readonly id: number }, limit: number): Op<Row[]> {
   return yield* all(
-    `select ${recordColumns(kind)} from ${TABLES[kind].table} where checkpoint_id = $1 and checkpoint_leaf > $2 order by checkpoint_leaf limit $3`,
-    checkpointId, afterLeaf, limit,
+    `select ${recordColumns(kind)} from ${TABLES[kind].table} where checkpoint_id = $1 and (checkpoint_leaf, id) > ($2, $3) order by checkpoint_leaf, id limit $4`,
+    checkpointId, after.leaf, after.id, limit,
   );
 }
 
