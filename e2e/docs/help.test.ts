@@ -25,7 +25,7 @@ beforeAll(() => ensureBinary());
 
 describe("help matches docs/operations.md", () => {
   test("the command table lists every command", () => {
-    expect(rows.map((r) => r.words.join(" "))).toEqual(["serve", "database migrate", "database check", "config check", "explain", "history", "history export", "history replay", "validate", "demo", "--version"]);
+    expect(rows.map((r) => r.words.join(" "))).toEqual(["serve", "database migrate", "database check", "config check", "explain", "history", "history export", "history replay", "history verify", "validate", "demo", "--version"]);
   });
 
   test("each command's --help prints its flags and exit codes, on stdout with exit 0 and without running the command", () => {
