@@ -10,6 +10,7 @@ import {
 } from "./index.ts";
 import type { JudgedMember } from "../merge-queue/shapes.ts";
 import { groupRecordBody } from "../worker/jobs/judge-merge-group.ts";
+import { recordDigest, RECORD_FIELDS } from "../records/tamper-evidence.ts";
 
 /** Merge-group acceptance (migration 0012): durable, fenced like a head, one live row per group, cancelled by `destroyed`. */
 const repo = { installationId: 9, repositoryId: 300, owner: "acme", name: "web" };
@@ -145,6 +146,10 @@ describe.each(BACKENDS)("merge-group operations on %s", (backend) => {
     // even once the group has left the queue and its members are gone.
     await judge(false, 2, 5000);
     await destroy("x1", "invalidated", 5500);
+    // Each group record carries the digest of what it stores, as a pull request's decision does (history verify checks it).
+    const groupRows = await store.execute(() => all(`select ${Object.keys(RECORD_FIELDS.decision).join(", ")}, record_sha256 from decision_records where pull_number = 0 order by id`));
+    expect(groupRows).toHaveLength(2);
+    for (const stored of groupRows) expect(stored.record_sha256).toBe(recordDigest("decision", stored));
     const after = await store.execute(() => listHistory({ repository: "acme/web", kind: "decision" }, null, 10));
     expect(after.items.map((item) => [item.kind, item.kind === "merge" ? null : item.conclusion])).toEqual([["merge_group", "failure"], ["merge_group", "success"]]);
     await store.execute(function* () { yield* run("delete from merge_records"); });

@@ -1,6 +1,7 @@
 import { encodeRecordBody, type MergeGroupRecordBody } from "../../records/codec.ts";
-import { all, batch, lone, one, type Op, query, run } from "../op.ts";
+import { all, batch, type Dialect, dialect, lone, one, type Op, query, run } from "../op.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
+import { recordDigestSql } from "./record-digest.ts";
 import { MERGE_INTO_LIVE_ROW, type RepositoryRef, retainDelivery } from "./work-rows.ts";
 
 /**
@@ -219,6 +220,7 @@ export function* recordGroupJudgement(input: RepositoryRef & {
 }): Op<void> {
   const members = input.success ? [...input.members].sort((a, b) => a.pullNumber - b.pullNumber) : [];
   const record = input.record;
+  const which = yield* dialect();
   yield* batch([
     query("run", "update merge_groups set judged_at_ms = $3, judged_success = $4, updated_at_ms = $3 where repository_id = $1 and head_sha = $2", input.repositoryId, input.headSha, input.now, input.success),
     query("run", "delete from merge_group_members where repository_id = $1 and group_head_sha = $2", input.repositoryId, input.headSha),
@@ -230,7 +232,7 @@ export function* recordGroupJudgement(input: RepositoryRef & {
     // The group's record last (7a after 4c in the lock order); pull request number 0, which no pull request has, keeps it out
     // of every per-pull-request read of the records (a merge's decision, a member's newest decision). A success also names
     // the pull requests and heads it verified, and links a merge of one of them recorded before it (8, last).
-    ...(record === undefined ? [] : [groupRecordQuery(input, record), ...verifiedQueries(input, record, members)]),
+    ...(record === undefined ? [] : [groupRecordQuery(input, record, which), ...verifiedQueries(input, record, members)]),
   ], { last: true });
 }
 
@@ -253,13 +255,20 @@ function verifiedQueries(input: RepositoryRef & { readonly headSha: string }, re
   ];
 }
 
-function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: GroupRecordWrite) {
+/** Which parameter of the group record's insert carries each column its digest covers (ops/record-digest.ts). */
+const GROUP_RECORD_VALUES: Readonly<Record<string, string>> = {
+  installation_id: "$1", repository_id: "$2", repository_full_name: "$3", pull_number: "0", head_sha: "$4", shared_generation: "$5", digest: "$6",
+  conclusion: "$7", break_glass: "false", published_at_ms: "$8", confirmed_at_ms: "$8", body_bytes: "CAST($9 AS integer)", body: "$10",
+};
+
+/** The group's record, confirmed as it is written (its check was written already) and so final, with its digest. */
+function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; readonly now: number }, record: GroupRecordWrite, which: Dialect) {
   const encoded = encodeRecordBody(record.body);
   return query(
     "run",
     `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
-       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body)
-     values ($1, $2, $3, 0, $4, $5, $6, null, $7, false, $8, $8, $9, $10)
+       pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body, record_sha256)
+     values ($1, $2, $3, 0, $4, $5, $6, null, $7, false, $8, $8, $9, $10, ${recordDigestSql("decision", which, (column) => GROUP_RECORD_VALUES[column]!)})
      on conflict (repository_id, head_sha, shared_generation, digest) do nothing`,
     input.installationId, input.repositoryId, record.body.repository.full_name, input.headSha, record.sharedGeneration, record.digest,
     record.body.conclusion, input.now, encoded.size, Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength),
