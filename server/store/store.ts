@@ -46,12 +46,16 @@ import type { Op, OpOptions } from "./op.ts";
  *      pending token and the settled digest (ops/record-ops.ts), and deleted by the reconciler's pruning alone after its
  *      lease (1); the acceptance of a merge and the reconciler's recovery only read them (and the head's `reset_at_ms`, 3);
  *      a merge group's record is written last in the merge-group worker's judgement (after 4b and 4c), outside the guards,
- *      with the `merge_group_verified` rows naming what it verified (migration 0013), then the links of merge records (8);
+ *      with the `merge_group_verified` rows naming what it verified (migration 0013), then the links of merge records (8).
+ *      The reconciler's checkpoint (ops/checkpoint-ops.ts), after its lease (1), gives confirmed rows their checkpoint and
+ *      leaf (then settled merge records, 8, then its `history_checkpoints` row, 9): rows no other writer changes again but
+ *      for a merge record's link to its group record, which its digest does not cover;
  *   8. `webhook_deliveries`, `audit_events` and `merge_records`: rows of one acceptance or one job alone (a merge record is
  *      written last in its `closed` delivery's acceptance, or by the reconciler's recovery after its lease, and its enrollment
  *      settled once by one statement alone, by the worker or the reconciler: settleMergeEnrollment, ops/record-ops.ts). No two different operations lock
  *      the same delivery row (only the acceptance of that delivery, or the reconciler's pruning of expired ones), so where
- *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last.
+ *      it is written does not close a cycle: the step forms retain it first, the PostgreSQL one-statement acceptance last;
+ *   9. `history_checkpoints`: inserted only by the reconciler's checkpoint, last in its transaction.
  *
  * Reads take no row locks and may come anywhere. Work-row batches are built in this order by advanceAndQueue
  * (ops/work-rows.ts); a PostgreSQL one-statement form makes each part read the part before it, since PostgreSQL runs the

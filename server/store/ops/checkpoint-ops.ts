@@ -39,12 +39,15 @@ const TABLES: { readonly [K in RecordKind]: { readonly table: string; readonly f
 };
 export const RECORD_KINDS: readonly RecordKind[] = ["decision", "merge"];
 
-/** $1 checkpoint ID, $2 the first leaf of this batch, $3 the batch size. */
+/**
+ * $1 checkpoint ID, $2 the first leaf of this batch, $3 the batch size, $4 the last ID the batch before marked (keyset: each
+ * batch starts its scan of the uncovered rows after the rows the batches before it left behind).
+ */
 function markSql(kind: RecordKind, which: Dialect): string {
   const { table, final } = TABLES[kind];
   return `update ${table} set checkpoint_id = $1, checkpoint_leaf = $2 + p.n - 1,
       record_sha256 = coalesce(${table}.record_sha256, ${storedRecordDigestSql(kind, which, table)})
-    from (select pid, row_number() over (order by pid) as n from (select id as pid from ${table} where checkpoint_id is null and ${final} order by id limit $3) s) p
+    from (select pid, row_number() over (order by pid) as n from (select id as pid from ${table} where checkpoint_id is null and id > $4 and ${final} order by id limit $3) s) p
     where ${table}.id = p.pid
     returning id, checkpoint_leaf, record_sha256`;
 }
@@ -76,13 +79,15 @@ export function* writeCheckpoint(lease: ElectionLease, now: number, options: { r
   const id = (last?.id ?? 0) + 1;
   const tree = new MerkleTreeBuilder();
   for (const kind of RECORD_KINDS) {
+    let after = 0;
     for (;;) {
-      const rows = yield* all<{ id: unknown; checkpoint_leaf: unknown; record_sha256: string }>(markSql(kind, which), id, tree.size, batch);
+      const rows = yield* all<{ id: unknown; checkpoint_leaf: unknown; record_sha256: string }>(markSql(kind, which), id, tree.size, batch, after);
       // RETURNING promises no order: the leaves go into the tree by their number.
       const leaves = rows.map((row) => ({ id: Number(row.id), leaf: Number(row.checkpoint_leaf), digest: row.record_sha256 })).sort((a, b) => a.leaf - b.leaf);
       for (const leaf of leaves) {
         if (leaf.leaf !== tree.size) throw new Error(`writeCheckpoint: leaf ${leaf.leaf} where ${tree.size} was due`);
         tree.add(checkpointLeafHash({ kind, id: leaf.id, digest: leaf.digest }));
+        after = Math.max(after, leaf.id);
       }
       if (rows.length < batch) break;
     }
