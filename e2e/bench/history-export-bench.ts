@@ -13,15 +13,11 @@
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import postgres from "postgres";
-import { evaluate } from "../../server/evaluation/evaluate.ts";
-import { DEFAULT_EVALUATION_SETTINGS, type Evidence, type FileRead } from "../../server/evaluation/evidence.ts";
-import { approve, baseEvidence, directoryFromPlan, review, USERS, withFiles, withReviews } from "../../server/evaluation/evidence-fixture.ts";
-import { buildDecisionRecord } from "../../server/records/build.ts";
 import { encodeRecordBody } from "../../server/records/codec.ts";
-import { gitBlobSha } from "../../server/records/record-fixture.ts";
 import { migrateDatabase } from "../../server/store/index.ts";
 import { BINARY, cleanEnv, ensureBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
+import { typicalBody } from "./typical-record.ts";
 
 const TOTAL = Number(process.env.HISTORY_EXPORT_RECORDS ?? 1_000_000);
 const MERGES = Math.round(TOTAL / 20);
@@ -31,32 +27,9 @@ const RSS_TARGET_BYTES = 100 * 1024 * 1024;
 const START_MS = Date.UTC(2025, 9, 1);
 const SPAN_MS = 400 * 86_400_000;
 
-const found = (read: FileRead): FileRead => (read.kind === "found" ? { ...read, blobSha: gitBlobSha(new TextEncoder().encode(read.text)) } : read);
-
-/** A typical pull request's record (50 files in three owner sets), variant `v`: its paths and reviews differ per variant. */
-function typicalBody(v: number) {
-  const files = [
-    ...Array.from({ length: 25 }, (_, i) => `src/components/widget-${v}-${i}/index.tsx`),
-    ...Array.from({ length: 15 }, (_, i) => `docs/guides/chapter-${v}-${i}.md`),
-    ...Array.from({ length: 10 }, (_, i) => `tools/scripts/task-${v}-${i}.ts`),
-  ];
-  const base = directoryFromPlan(withReviews(withFiles(baseEvidence(), files), approve(USERS.alice), approve(USERS.bob), approve(USERS.erin), review(USERS.carol, "COMMENTED")));
-  const evidence: Evidence = {
-    ...base,
-    pullRequest: { ...base.pullRequest, number: 100 + v },
-    codeowners: Object.fromEntries(Object.entries(base.codeowners).map(([location, read]) => [location, found(read!)])),
-    repositoryPolicy: found(base.repositoryPolicy), organizationPolicy: found(base.organizationPolicy),
-  };
-  const decision = evaluate(evidence, DEFAULT_EVALUATION_SETTINGS);
-  return buildDecisionRecord(decision, evidence, {
-    installationId: 4, repository: { id: 40 + v, full_name: `acme/repo-${v}` }, checkRunId: 9000 + v, title: "All owner sets approved", publishedAtMs: START_MS + v,
-    service: { version: "0.1.0", revision: "bench" }, settings: DEFAULT_EVALUATION_SETTINGS, organizationPolicyRepository: ".forge",
-  });
-}
-
 async function seed(sql: postgres.Sql): Promise<{ seconds: number; stored_bytes_per_record: number }> {
   const started = performance.now();
-  const bodies = Array.from({ length: VARIANTS }, (_, v) => encodeRecordBody(typicalBody(v)));
+  const bodies = Array.from({ length: VARIANTS }, (_, v) => encodeRecordBody(typicalBody(v, START_MS)));
   // One statement per variant: rows g ≡ v (mod VARIANTS) get variant v's body; ids follow g, times spread over SPAN_MS.
   for (let v = 0; v < VARIANTS; v++) {
     const { bytes, size } = bodies[v]!;
