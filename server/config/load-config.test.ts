@@ -11,6 +11,8 @@ const FILES: Record<string, string> = {
   "/run/secrets/ca.pem": "-----BEGIN CERTIFICATE-----\n",
   "/run/secrets/db-url": "postgresql://svc:pw@db.internal:5432/service?sslmode=verify-full&sslrootcert=/run/secrets/ca.pem\n",
   "/run/secrets/not-a-key": "hello",
+  "/run/secrets/decisions-tokens": `auditor:${"t".repeat(40)}\n`,
+  "/run/secrets/decisions-dup": `auditor:${"t".repeat(40)}\nauditor:${"u".repeat(40)}\n`,
 };
 const io = {
   readFile(path: string) {
@@ -143,6 +145,8 @@ describe("production validation rejects", () => {
     ["a short webhook secret", { SERVICE_FORGE_WEBHOOK_SECRET_FILE: "/run/secrets/short" }, "SERVICE_FORGE_WEBHOOK_SECRET_FILE", /at least 32 UTF-8 bytes/],
     ["a missing webhook secret", { SERVICE_FORGE_WEBHOOK_SECRET_FILE: undefined }, "SERVICE_FORGE_WEBHOOK_SECRET_FILE", /required in production/],
     ["an unreadable webhook secret file", { SERVICE_FORGE_WEBHOOK_SECRET_FILE: "/run/secrets/absent" }, "SERVICE_FORGE_WEBHOOK_SECRET_FILE", /cannot be read/],
+    ["an unreadable decisions token file", { SERVICE_DECISIONS_TOKEN_FILE: "/run/secrets/absent" }, "SERVICE_DECISIONS_TOKEN_FILE", /cannot be read/],
+    ["a decisions token file that repeats a name", { SERVICE_DECISIONS_TOKEN_FILE: "/run/secrets/decisions-dup" }, "SERVICE_DECISIONS_TOKEN_FILE", /repeats the name/],
     ["a missing App ID", { SERVICE_FORGE_APP_ID: undefined }, "SERVICE_FORGE_APP_ID", /required in production/],
     ["a non-numeric App ID", { SERVICE_FORGE_APP_ID: "12ab" }, "SERVICE_FORGE_APP_ID", /positive integer/],
     ["a missing private key", { SERVICE_FORGE_PRIVATE_KEY_FILE: undefined }, "SERVICE_FORGE_PRIVATE_KEY_FILE", /required in production/],
@@ -352,5 +356,14 @@ describe("setup mode", () => {
   });
   test("disabled, the other setup settings are optional", () => {
     expect(loadConfig({ SERVICE_SETUP_ENABLED: "false" }, io).setup.enabled).toBe(false);
+  });
+});
+
+describe("decisions token file", () => {
+  test("absent: no token reader; present: the named readers, holding digests only", () => {
+    expect(loadConfig(PROD, io).decisionsTokens).toEqual([]);
+    const config = loadConfig({ ...PROD, SERVICE_DECISIONS_TOKEN_FILE: "/run/secrets/decisions-tokens" }, io);
+    expect(config.decisionsTokens.map((t) => t.name)).toEqual(["auditor"]);
+    expect(JSON.stringify(describeConfig(config))).not.toContain("t".repeat(40));
   });
 });

@@ -6,6 +6,7 @@ import type { EvaluationSettings } from "../evaluation/evidence.ts";
 import { MAX_WEBHOOK_BODY_BYTES } from "../ingress/limits.ts";
 import { DEFAULT_FORGE_DIRECTORY, defaultPolicyPath, forgeDirectoryProblem } from "../policy/forge-directory.ts";
 import { ConfigError } from "./config-error.ts";
+import { type DecisionsToken, parseDecisionsTokens } from "./decision-tokens.ts";
 import { type DatabaseTarget, parseDatabaseUrl } from "./database-url.ts";
 
 /**
@@ -62,6 +63,8 @@ export type Config = {
   readonly reconcileFullSweepHours: number;
   readonly allowInsecureChanges: boolean;
   readonly playgroundEnabled: boolean;
+  /** Named bearer tokens that may read every decision record (only their SHA-256 digests are kept). */
+  readonly decisionsTokens: readonly DecisionsToken[];
   readonly setup:
     | { readonly enabled: false }
     | {
@@ -122,6 +125,7 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_FORGE_APP_ID",
   "SERVICE_FORGE_PRIVATE_KEY_FILE",
   "SERVICE_FORGE_WEBHOOK_SECRET_FILE",
+  "SERVICE_DECISIONS_TOKEN_FILE",
   "SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS",
   "SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS",
   "SERVICE_FORGE_POINTS_PER_MINUTE",
@@ -337,6 +341,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   }
   // Disabled: the public URL and the state secret are optional and not read (spec "Setup routes"); nothing uses them.
 
+  // Named bearer tokens for the decision routes; absent: no token reader (the routes need another credential or answer 404).
+  const decisionsTokenText = readSecretFile("SERVICE_DECISIONS_TOKEN_FILE");
+  const decisionsTokens: readonly DecisionsToken[] = decisionsTokenText === undefined ? [] : parseDecisionsTokens(decisionsTokenText);
+
   return deepFreeze({
     environment,
     production,
@@ -364,6 +372,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     allowInsecureChanges: boolean(env, "SERVICE_ALLOW_INSECURE_CHANGES", false),
     playgroundEnabled: boolean(env, "SERVICE_PLAYGROUND_ENABLED", true),
     setup,
+    decisionsTokens,
   });
 }
 
