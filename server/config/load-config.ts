@@ -65,6 +65,11 @@ export type Config = {
   readonly playgroundEnabled: boolean;
   /** Named bearer tokens that may read every decision record (only their SHA-256 digests are kept). */
   readonly decisionsTokens: readonly DecisionsToken[];
+  /**
+   * Signing in with the forge (the App's OAuth web flow) to read the decision records of the repositories the forge lets a
+   * person read; null when the App's client ID and secret are not configured.
+   */
+  readonly signIn: { readonly clientId: string; readonly clientSecret: string } | null;
   readonly setup:
     | { readonly enabled: false }
     | {
@@ -126,6 +131,8 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_FORGE_PRIVATE_KEY_FILE",
   "SERVICE_FORGE_WEBHOOK_SECRET_FILE",
   "SERVICE_DECISIONS_TOKEN_FILE",
+  "SERVICE_FORGE_CLIENT_ID",
+  "SERVICE_FORGE_CLIENT_SECRET_FILE",
   "SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS",
   "SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS",
   "SERVICE_FORGE_POINTS_PER_MINUTE",
@@ -345,6 +352,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
   const decisionsTokenText = readSecretFile("SERVICE_DECISIONS_TOKEN_FILE");
   const decisionsTokens: readonly DecisionsToken[] = decisionsTokenText === undefined ? [] : parseDecisionsTokens(decisionsTokenText);
 
+  // Signing in with the forge: the App's OAuth client ID and secret (setup shows both), both or neither.
+  const clientId = get("SERVICE_FORGE_CLIENT_ID");
+  const clientSecretText = readSecretFile("SERVICE_FORGE_CLIENT_SECRET_FILE");
+  let signIn: Config["signIn"] = null;
+  if (clientId !== undefined || clientSecretText !== undefined) {
+    if (clientId === undefined) throw new ConfigError("SERVICE_FORGE_CLIENT_ID", "is required with SERVICE_FORGE_CLIENT_SECRET_FILE");
+    if (clientSecretText === undefined) throw new ConfigError("SERVICE_FORGE_CLIENT_SECRET_FILE", "is required with SERVICE_FORGE_CLIENT_ID");
+    if (!/^[A-Za-z0-9._-]{1,100}$/.test(clientId)) throw new ConfigError("SERVICE_FORGE_CLIENT_ID", "must be the App's client ID (letters, digits, '.', '-', '_')");
+    const clientSecret = stripFinalNewline(clientSecretText);
+    if (clientSecret.length < 20 || /\s/.test(clientSecret)) throw new ConfigError("SERVICE_FORGE_CLIENT_SECRET_FILE", "must hold the App's client secret (at least 20 characters, no spaces)");
+    signIn = { clientId, clientSecret };
+  }
+
   return deepFreeze({
     environment,
     production,
@@ -373,6 +393,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     playgroundEnabled: boolean(env, "SERVICE_PLAYGROUND_ENABLED", true),
     setup,
     decisionsTokens,
+    signIn,
   });
 }
 

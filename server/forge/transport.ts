@@ -108,7 +108,7 @@ export class ResponseOverBound extends ForgeError {
 }
 
 /** The body of `response` as text, reading at most `maxBytes` (a declared Content-Length over it is refused unread). */
-async function boundedText(response: Response, route: string, maxBytes: number): Promise<string> {
+export async function boundedText(response: Response, route: string, maxBytes: number): Promise<string> {
   const declared = Number(response.headers.get("content-length") ?? Number.NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel().catch(() => {});

@@ -3,6 +3,8 @@ import type { Config } from "../config/index.ts";
 import type { WebhookDeps } from "../ingress/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { createUserClient, type UserClient } from "../forge/user-client.ts";
+import { decisionsAccess, ReadableRepositories } from "./decisions-access.ts";
 import { decisionsRoutes } from "./decisions-routes.ts";
 import { jsonResponse } from "./defensive-headers.ts";
 import { docsRoutes } from "./docs-routes.ts";
@@ -10,12 +12,16 @@ import type { HealthSources } from "./health.ts";
 import { type BuildInfo, opsRoutes } from "./ops-routes.ts";
 import { playgroundRoutes } from "./playground-routes.ts";
 import { setupRoutes } from "./setup-routes.ts";
+import { signInRoutes } from "./sign-in-routes.ts";
 import { webhookRoutes } from "./webhook-route.ts";
 
 export type AppDeps = {
   config: Config; build: BuildInfo; health: HealthSources; metrics: Metrics; webhook: WebhookDeps;
-  /** Optional: setup routes log a fixed outcome word per callback (never the query or credentials). */
+  /** Optional: setup routes log a fixed outcome word per callback (never the query or credentials); reads of records are logged. */
   log?: Logger;
+  /** The forge as a signed-in person sees it; defaults to one made from the configured App client ID and secret. */
+  users?: UserClient | null;
+  now?: () => number;
 };
 
 /**
@@ -30,11 +36,17 @@ export type AppDeps = {
  * `aot` is pinned on because Elysia's other handler (chosen when the environment sets ELYSIA_AOT=false) always skips 11.
  */
 export function createApp(deps: AppDeps) {
+  const { signIn } = deps.config;
+  const access = decisionsAccess({ tokens: deps.config.decisionsTokens, clientSecret: signIn?.clientSecret ?? null });
+  const users = deps.users !== undefined ? deps.users : signIn === null ? null : createUserClient({ apiUrl: deps.config.forge.apiUrl, ...signIn });
+  const readable = users === null ? null : new ReadableRepositories((token) => users.readableRepositoryIds(token));
+  const logged = { ...(deps.log ? { log: deps.log } : {}), ...(deps.now ? { now: deps.now } : {}) };
   return new Elysia({ nativeStaticResponse: false, aot: true, handler: { standardHostname: false } })
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
     .use(webhookRoutes(deps.webhook))
-    .use(decisionsRoutes({ store: deps.health.store, forgeWebUrl: deps.config.forge.webUrl, playgroundEnabled: deps.config.playgroundEnabled }))
+    .use(decisionsRoutes({ store: deps.health.store, forgeWebUrl: deps.config.forge.webUrl, playgroundEnabled: deps.config.playgroundEnabled, access, readable, ...logged }))
+    .use(signInRoutes({ access, users, ...logged }))
     .use(playgroundRoutes({ enabled: deps.config.playgroundEnabled }))
     .use(setupRoutes({ config: deps.config, ...(deps.log ? { log: deps.log } : {}) }))
     .onError(({ code }) => {

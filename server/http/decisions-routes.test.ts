@@ -5,12 +5,14 @@ import { join } from "node:path";
 import { type TestDatabase, openMigratedStore } from "../../e2e/support/databases.ts";
 import { RECORD_HEAD, RECORD_MERGE_COMMIT, seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
 import { loadConfig } from "../config/index.ts";
+import { parseDecisionsTokens } from "../config/decision-tokens.ts";
 import { createBodyBudget } from "../ingress/index.ts";
 import { createLogger } from "../observability/logger.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import type { RecordId } from "../records/schema.ts";
 import { type Store, StoreError } from "../store/index.ts";
 import { createApp } from "./app.ts";
+import { decisionsAccess } from "./decisions-access.ts";
 import { parseHistoryQuery, parseHistoryTime } from "./decisions-query.ts";
 import { DECISIONS_CSP, decisionsRoutes } from "./decisions-routes.ts";
 
@@ -18,6 +20,9 @@ import { DECISIONS_CSP, decisionsRoutes } from "./decisions-routes.ts";
 let database: TestDatabase;
 let store: Store;
 let dir: string;
+/** The routes answer only with a credential: these tests read as a token holder (decisions-access.test.ts tests the rest). */
+const AUDITOR_TOKEN = "auditor-token-0123456789abcdef0123456789";
+const tokenAccess = decisionsAccess({ tokens: parseDecisionsTokens(`auditor:${AUDITOR_TOKEN}`), clientSecret: null });
 const ids = {} as Record<"approved" | "merged" | "failed" | "bypass" | "other", RecordId>;
 beforeAll(async () => {
   ({ database, store } = await openMigratedStore("sqlite"));
@@ -29,6 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "decisions-page-"));
   writeFileSync(join(dir, "index.html"), '<!doctype html><head><meta name="forge-web-url" content=""><meta name="playground" content=""></head><title>decisions</title>');
   writeFileSync(join(dir, "page-abc.js"), "console.log(1)");
+  writeFileSync(join(dir, "tokens"), `auditor:${AUDITOR_TOKEN}\n`);
 });
 afterAll(async () => {
   await store.close();
@@ -37,7 +43,7 @@ afterAll(async () => {
 });
 
 function app(env: Record<string, string> = {}, over: Partial<Store> = {}) {
-  const config = loadConfig({ SERVICE_DATABASE_URL: database.url, ...env });
+  const config = loadConfig({ SERVICE_DATABASE_URL: database.url, SERVICE_DECISIONS_TOKEN_FILE: join(dir, "tokens"), ...env });
   const metrics = createMetrics({ readQueueGauges: () => store.queueGauges() });
   const log = createLogger("silent");
   const used: Store = { ...bound(store), ...over };
@@ -51,7 +57,7 @@ function bound(s: Store): Store {
     queueGauges: () => s.queueGauges(), close: async () => {},
   };
 }
-const get = (path: string, a = app()) => a.handle(new Request(`http://localhost${path}`));
+const get = (path: string, a = app()) => a.handle(new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }));
 async function list(query: string): Promise<string[]> {
   const response = await get(`/api/decisions${query}`);
   expect(response.status).toBe(200);
@@ -173,10 +179,10 @@ describe("records stay off the public webhook route", () => {
     const listRoute = doc.paths["/api/decisions"].get;
     expect(listRoute.tags).toEqual(["operator"]);
     expect(listRoute.parameters.map((p: { name: string }) => p.name)).toEqual(["repository", "pull", "commit", "since", "until", "unapproved", "overrides", "kind", "cursor", "limit"]);
-    expect(Object.keys(listRoute.responses).sort()).toEqual(["200", "400", "503"]);
+    expect(Object.keys(listRoute.responses).sort()).toEqual(["200", "400", "401", "403", "404", "503"]);
     const one = doc.paths["/api/decisions/{id}"].get;
     expect(one.tags).toEqual(["operator"]);
-    expect(Object.keys(one.responses).sort()).toEqual(["200", "400", "404", "503"]);
+    expect(Object.keys(one.responses).sort()).toEqual(["200", "400", "401", "403", "404", "503"]);
     expect(doc.paths["/decisions/"].get.tags).toEqual(["operator"]);
     expect(Object.keys(doc.paths).filter((p) => p.startsWith("/webhooks"))).toEqual(["/webhooks/forge"]);
   });
@@ -185,8 +191,8 @@ describe("records stay off the public webhook route", () => {
 describe("the decisions page", () => {
   const assets = () => new Map([["index.html", join(dir, "index.html")], ["assets/page-abc.js", join(dir, "page-abc.js")]]);
   test("is served with its content security policy, never cached, with the forge web origin and the playground's state written in", async () => {
-    const routes = decisionsRoutes({ store, forgeWebUrl: "https://forge.example", playgroundEnabled: true, assets: assets() });
-    const response = await routes.handle(new Request("http://localhost/decisions/"));
+    const routes = decisionsRoutes({ store, forgeWebUrl: "https://forge.example", playgroundEnabled: true, assets: assets(), access: tokenAccess, readable: null });
+    const response = await routes.handle(new Request("http://localhost/decisions/", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }));
     expect(response.status).toBe(200);
     expect(response.headers.get("content-security-policy")).toBe(DECISIONS_CSP);
     expect(DECISIONS_CSP).toContain("connect-src 'self'");
@@ -195,18 +201,18 @@ describe("the decisions page", () => {
     const html = await response.text();
     expect(html).toContain('<meta name="forge-web-url" content="https://forge.example">');
     expect(html).toContain('<meta name="playground" content="enabled">');
-    const off = await decisionsRoutes({ store, forgeWebUrl: '"><script>', playgroundEnabled: false, assets: assets() }).handle(new Request("http://localhost/decisions/"));
+    const off = await decisionsRoutes({ store, forgeWebUrl: '"><script>', playgroundEnabled: false, assets: assets(), access: tokenAccess, readable: null }).handle(new Request("http://localhost/decisions/", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }));
     const offHtml = await off.text();
     expect(offHtml).toContain('<meta name="playground" content="disabled">');
     expect(offHtml).toContain('content="&quot;&gt;&lt;script&gt;"');
   });
 
   test("hashed assets are cached; an unknown path is 404, never the page; the bare path redirects", async () => {
-    const routes = decisionsRoutes({ store, forgeWebUrl: "", playgroundEnabled: true, assets: assets() });
-    const asset = await routes.handle(new Request("http://localhost/decisions/assets/page-abc.js"));
+    const routes = decisionsRoutes({ store, forgeWebUrl: "", playgroundEnabled: true, assets: assets(), access: tokenAccess, readable: null });
+    const asset = await routes.handle(new Request("http://localhost/decisions/assets/page-abc.js", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }));
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
-    expect((await routes.handle(new Request("http://localhost/decisions/assets/other.js"))).status).toBe(404);
-    const bare = await routes.handle(new Request("http://localhost/decisions"));
+    expect((await routes.handle(new Request("http://localhost/decisions/assets/other.js", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }))).status).toBe(404);
+    const bare = await routes.handle(new Request("http://localhost/decisions", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }));
     expect(bare.status).toBe(308);
     expect(bare.headers.get("location")).toBe("/decisions/");
   });

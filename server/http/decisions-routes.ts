@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
-import type { RecordId } from "../records/schema.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { HistoryRecord, RecordId } from "../records/schema.ts";
 import { HistoryCursorError, listHistory, parseRecordId, readHistoryRecord, type Store, StoreError } from "../store/index.ts";
 import { isQueryProblem, parseHistoryQuery } from "./decisions-query.ts";
 import { HistoryError, HistoryPageModel, HistoryRecordModel } from "./decisions-schemas.ts";
+import { type DecisionsAccess, type Reader, type ReadableRepositories, readerName, TooManyRepositories } from "./decisions-access.ts";
 import { jsonResponse } from "./defensive-headers.ts";
 import { serveStaticPage } from "./static-page.ts";
 
@@ -10,7 +12,9 @@ import { serveStaticPage } from "./static-page.ts";
  * Decision records on the operator network (DESIGN 3.10, issue 28): `GET /api/decisions` (a page of summaries, newest first,
  * filtered like `service history`), `GET /api/decisions/{id}` (one whole record) and the decisions page `/decisions/` (a
  * static React build embedded in the executable, like the playground). Operator routes like `/metrics`: restricted at the
- * network or proxy layer, never on the public webhook route (`/webhooks/forge` is the only route the public ingress passes).
+ * network or proxy layer, never on the public webhook route (`/webhooks/forge` is the only route the public ingress passes),
+ * and each read needs a credential (decisions-access.ts): a bearer token reads every record, a signed-in person those of the
+ * repositories the forge lets them read; with no credential configured these routes answer 404.
  * Reads only (history-ops.ts): no row lock, one indexed statement per table and page.
  */
 export const DECISIONS_CSP = [
@@ -45,7 +49,17 @@ export type DecisionsOptions = {
   readonly playgroundEnabled: boolean;
   /** Files of the page by path relative to /decisions/. Defaults to the embedded build. */
   readonly assets?: ReadonlyMap<string, string>;
+  /** Who may read (decisions-access.ts): with no credential configured every route here answers 404. */
+  readonly access: DecisionsAccess;
+  /** What a signed-in person may read (the forge's answer, kept a few minutes); null when nobody signs in. */
+  readonly readable: ReadableRepositories | null;
+  /** Every read of a record is logged with its reader (never a token) and the record IDs. */
+  readonly log?: Logger;
+  readonly now?: () => number;
 };
+
+/** A reader and what they may read: every repository (null) or these repository IDs. */
+type Allowed = { readonly reader: Reader; readonly repositoryIds: ReadonlySet<number> | null };
 
 const problem = (status: number, body: Record<string, string>) => jsonResponse(body, status);
 
@@ -71,25 +85,65 @@ export function decisionsIndex(html: string, options: Pick<DecisionsOptions, "fo
     .replace('<meta name="playground" content="">', `<meta name="playground" content="${options.playgroundEnabled ? "enabled" : "disabled"}">`);
 }
 
+const NOT_FOUND = () => problem(404, { error: "not_found" });
+
 export function decisionsRoutes(options: DecisionsOptions) {
-  const { store } = options;
+  const { store, access } = options;
+  const now = options.now ?? Date.now;
   const page = { prefix: PREFIX, csp: DECISIONS_CSP, assets: options.assets ?? embedded, index: (html: string) => decisionsIndex(html, options) };
-  const servePage = ({ request }: { request: Request }) => serveStaticPage(page, new URL(request.url).pathname);
+
+  /** The request's reader and what they may read, or the answer that refuses it. */
+  async function allowed(request: Request): Promise<Allowed | Response> {
+    if (!access.configured) return NOT_FOUND();
+    const reader = access.reader(request, now());
+    if (reader === null) {
+      const refused = problem(401, { error: "unauthorized", detail: access.signInEnabled ? "present a bearer token, or sign in at /auth/sign-in" : "present a bearer token" });
+      refused.headers.set("www-authenticate", 'Bearer realm="decision records"');
+      return refused;
+    }
+    if (reader.kind === "token") return { reader, repositoryIds: null };
+    try {
+      return { reader, repositoryIds: (await options.readable!.of(reader, now())).repositoryIds };
+    } catch (error) {
+      if (error instanceof TooManyRepositories) return problem(403, { error: "too_many_repositories", detail: "you can read more repositories than a session filters by; use a bearer token" });
+      options.log?.warn({ reader: readerName(reader), outcome: "forge_unanswered" }, "decision records: the forge did not say which repositories the reader may read");
+      return problem(503, { error: "forge", detail: "the forge did not say which repositories you may read; try again" });
+    }
+  }
+  const logRead = (who: Allowed, ids: readonly string[]) => {
+    if (ids.length > 0) options.log?.info({ reader: readerName(who.reader), records: ids }, "decision records read");
+  };
+  const may = (who: Allowed, record: Pick<HistoryRecord, "repository">) => who.repositoryIds === null || who.repositoryIds.has(record.repository.id);
+
+  const servePage = async ({ request }: { request: Request }) => {
+    const who = await allowed(request);
+    if (who instanceof Response) {
+      if (who.status !== 401 || !access.signInEnabled) return who;
+      const url = new URL(request.url);
+      return new Response(null, { status: 303, headers: { location: `/auth/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`, "cache-control": "no-store" } });
+    }
+    return serveStaticPage(page, new URL(request.url).pathname);
+  };
   return new Elysia({ name: "decisions" })
     .get(
       "/api/decisions",
       ({ request }) =>
         answer(async () => {
+          const who = await allowed(request);
+          if (who instanceof Response) return who;
           const query = parseHistoryQuery(new URL(request.url).searchParams);
           if (isQueryProblem(query)) return problem(400, { error: "invalid_parameter", parameter: query.parameter, detail: query.detail });
-          return jsonResponse(await store.execute(() => listHistory(query.filter, query.cursor, query.limit)));
+          const filter = who.repositoryIds === null ? query.filter : { ...query.filter, repositoryIds: [...who.repositoryIds].sort((a, b) => a - b) };
+          const listed = await store.execute(() => listHistory(filter, query.cursor, query.limit));
+          logRead(who, listed.items.map((item) => item.id));
+          return jsonResponse(listed);
         }),
       {
-        response: { 200: HistoryPageModel, 400: HistoryError, 503: HistoryError },
+        response: { 200: HistoryPageModel, 400: HistoryError, 401: HistoryError, 403: HistoryError, 404: HistoryError, 503: HistoryError },
         detail: {
           summary: "Decision and merge records, newest first",
           description:
-            "Summaries of the decision records (every completed check the service published) and merge records (every merge it saw, with whether the head at merge had a current success), newest first, keyset-paginated. Operator network only; never on the public webhook route. Unknown, repeated or malformed parameters are refused (400) with the parameter's name.",
+            "Summaries of the decision records (every completed check the service published) and merge records (every merge it saw, with whether the head at merge had a current success), newest first, keyset-paginated. Operator network only; never on the public webhook route. Unknown, repeated or malformed parameters are refused (400) with the parameter's name. Needs a credential: a bearer token from SERVICE_DECISIONS_TOKEN_FILE (every record) or a session from signing in with the forge (the records of repositories the forge lets that person read); none: 401; no credential configured: 404.",
           tags: ["operator"],
           parameters: [
             { name: "repository", in: "query", description: "OWNER/NAME as the record was written; letter case ignored", schema: { type: "string" } },
@@ -108,18 +162,23 @@ export function decisionsRoutes(options: DecisionsOptions) {
     )
     .get(
       "/api/decisions/:id",
-      ({ params }) =>
+      ({ params, request }) =>
         answer(async () => {
+          const who = await allowed(request);
+          if (who instanceof Response) return who;
           const parsed = parseRecordId(params.id);
           if (parsed === null) return problem(400, { error: "invalid_id", detail: "a record id is d<number> (a decision) or m<number> (a merge)" });
           const record = await store.execute(() => readHistoryRecord(params.id as RecordId));
-          return record === null ? problem(404, { error: "not_found" }) : jsonResponse(record);
+          // A record of a repository the reader may not read is answered as one that does not exist.
+          if (record === null || !may(who, record)) return NOT_FOUND();
+          logRead(who, [record.id]);
+          return jsonResponse(record);
         }),
       {
-        response: { 200: HistoryRecordModel, 400: HistoryError, 404: HistoryError, 503: HistoryError },
+        response: { 200: HistoryRecordModel, 400: HistoryError, 401: HistoryError, 403: HistoryError, 404: HistoryError, 503: HistoryError },
         detail: {
           summary: "One decision or merge record, whole",
-          description: "The record as stored (schema_version 1): identifiers and facts, never file contents (blob SHAs name them). 404 when there is none (pruned after SERVICE_DECISION_RETENTION_DAYS, or never written). Operator network only.",
+          description: "The record as stored (schema_version 1): identifiers and facts, never file contents (blob SHAs name them). 404 when there is none (pruned after SERVICE_DECISION_RETENTION_DAYS, or never written) or the signed-in reader may not read its repository. Operator network only; needs a credential as the list does.",
           tags: ["operator"],
         },
       },

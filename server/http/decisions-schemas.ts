@@ -111,7 +111,7 @@ export const HistoryRecordModel = t.Union([
 ]);
 
 export const HistoryError = t.Object({
-  error: t.String({ description: "invalid_parameter, invalid_id, not_found or database" }),
+  error: t.String({ description: "invalid_parameter, invalid_id, not_found, unauthorized (no valid credential), too_many_repositories, forge (the forge did not say what the reader may read) or database" }),
   parameter: t.Optional(t.String({ description: "the query parameter refused" })),
   detail: t.Optional(t.String({ description: "the rule it broke" })),
 });

@@ -265,6 +265,8 @@ export interface HistoryFilter {
   readonly unapproved?: boolean;
   readonly overrides?: boolean;
   readonly kind?: "decision" | "merge";
+  /** Only records of these repositories (by forge ID): what a signed-in person may read. Empty: none. */
+  readonly repositoryIds?: readonly number[];
 }
 
 /** `GET /api/decisions` answer: newest first, keyset-paginated by an opaque cursor. */

@@ -208,6 +208,8 @@ function select(table: "decision_records" | "merge_records", columns: string, ti
   // Full names are ASCII on the forge ([A-Za-z0-9._-] and one slash), where lower() agrees on both backends.
   if (filter.repository !== undefined) where.push(`lower(repository_full_name) = ${bind(filter.repository.toLowerCase())}`);
   if (filter.pull !== undefined) where.push(`pull_number = ${bind(filter.pull)}`);
+  // A person's readable repositories, each a bound parameter (at most MAX_READABLE_REPOSITORIES, http/decisions-access.ts).
+  if (filter.repositoryIds !== undefined) where.push(filter.repositoryIds.length === 0 ? "1 = 0" : `repository_id in (${filter.repositoryIds.map((id) => bind(id)).join(", ")})`);
   if (filter.commit !== undefined) {
     const commit = bind(filter.commit.toLowerCase());
     where.push(table === "merge_records" ? `(head_sha = ${commit} or merge_commit_sha = ${commit})` : `head_sha = ${commit}`);
