@@ -39,6 +39,10 @@ test.beforeAll(() => {
   seeded = JSON.parse(execFileSync(existsSync(localBun) ? localBun : "bun", ["e2e/support/seed-decisions.ts", database], { cwd: root, encoding: "utf8", timeout: 60_000 })) as Seeded;
 });
 
+// The page and its API answer only with a credential: this browser presents the service's reader token on every request
+// (signing in with the forge is e2e/sign-in.spec.ts).
+test.use({ extraHTTPHeaders: { authorization: `Bearer ${process.env.E2E_DECISIONS_TOKEN}` } });
+
 // A refused search answers 400 by design; the browser logs the failed fetch.
 guardPages(test, { allowedConsoleError: /status of 400/ });
 

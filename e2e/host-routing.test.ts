@@ -16,6 +16,8 @@ import { type ForgeSimulator, startForgeSimulator } from "../server/simulator/si
  */
 const SECRET = "host-routing-webhook-secret-0123456789abcdef";
 const REFERENCE_HOST = "approvals.example.com";
+/** Every request carries a decision-records reader's token (the decision routes answer only with a credential). */
+const READER_TOKEN = "host-routing-reader-token-0123456789abcdef";
 /** Host lengths 1 to 6, with and without a port (":80" is the default port, which the listener drops from the URL). */
 const HOSTS = ["a", "gh", "svc", "app", "abcd", "abcde", "proxy1", "a:80", "gh:80", "svc:80", "app:8080", "abcd:80", "abcde:9", "proxy1:80", "a:1", "[::1]", "[::1]:80"];
 
@@ -33,6 +35,7 @@ beforeAll(async () => {
   writeFileSync(join(dir, "key.pem"), keys.privateKey);
   writeFileSync(join(dir, "webhook"), SECRET);
   writeFileSync(join(dir, "state"), "host-routing-setup-state-secret-0123456789");
+  writeFileSync(join(dir, "tokens"), `routing:${READER_TOKEN}\n`);
   env = {
     SERVICE_DATABASE_URL: `sqlite:${join(dir, "service.db")}`,
     SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(dir, "webhook"),
@@ -43,6 +46,7 @@ beforeAll(async () => {
     SERVICE_SETUP_ENABLED: "true",
     SERVICE_PUBLIC_URL: `https://${REFERENCE_HOST}`,
     SERVICE_SETUP_STATE_SECRET_FILE: join(dir, "state"),
+    SERVICE_DECISIONS_TOKEN_FILE: join(dir, "tokens"),
   };
   expect(runBinary(["database", "migrate"], env).exitCode).toBe(0);
   service = await startBinary(env);
@@ -59,7 +63,7 @@ type Answer = { status: number; type: string | null; body: string };
 
 /** One request to the listener with the given Host header (Bun's fetch sends the header as given). */
 async function send(host: string, method: string, path: string, init: { headers?: Record<string, string>; body?: Uint8Array; url?: string } = {}): Promise<Answer> {
-  const response = await fetch(`${init.url ?? service.url}${path}`, { method, headers: { ...init.headers, host }, ...(init.body ? { body: init.body as BodyInit } : {}) });
+  const response = await fetch(`${init.url ?? service.url}${path}`, { method, headers: { authorization: `Bearer ${READER_TOKEN}`, ...init.headers, host }, ...(init.body ? { body: init.body as BodyInit } : {}) });
   return { status: response.status, type: response.headers.get("content-type"), body: await response.text() };
 }
 

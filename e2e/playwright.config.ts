@@ -1,5 +1,5 @@
 import { defineConfig, devices } from "@playwright/test";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -19,6 +19,9 @@ if (!process.env.E2E_SERVICE_DATA) {
 }
 const port = Number(process.env.E2E_SERVICE_PORT);
 const data = process.env.E2E_SERVICE_DATA;
+// The decision records are read only with a credential: the service gets one reader token, specs that read them present it.
+process.env.E2E_DECISIONS_TOKEN ??= "playwright-reader-token-0123456789abcdef";
+writeFileSync(join(data, "decisions-tokens"), `playwright:${process.env.E2E_DECISIONS_TOKEN}\n`);
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 export default defineConfig({
@@ -39,7 +42,10 @@ export default defineConfig({
   webServer: {
     command: `sh -c '${root}/dist/service database migrate && exec ${root}/dist/service serve'`,
     cwd: data,
-    env: { SERVICE_DATABASE_URL: `sqlite:${join(data, "service.db")}`, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), SERVICE_LOG_LEVEL: "warn" },
+    env: {
+      SERVICE_DATABASE_URL: `sqlite:${join(data, "service.db")}`, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), SERVICE_LOG_LEVEL: "warn",
+      SERVICE_DECISIONS_TOKEN_FILE: join(data, "decisions-tokens"),
+    },
     url: `http://127.0.0.1:${port}/health/live`,
     reuseExistingServer: false,
     timeout: 30_000,

@@ -17,6 +17,8 @@ import { assertReplayAgreement, type ReplayReport, replayEveryRecord } from "./r
  * CODEOWNERS and policy, teams, a trusted review App, one open pull request), our App's webhooks pointed at the service.
  */
 export const WEBHOOK_SECRET = "integration-webhook-secret-0123456789abcdef";
+/** The harness's reader of the decision records (SERVICE_DECISIONS_TOKEN_FILE): readApi presents it. */
+export const READER_TOKEN = "integration-reader-token-0123456789abcdef";
 
 export type ServiceHarness = {
   sim: ForgeSimulator;
@@ -33,9 +35,9 @@ export type ServiceHarness = {
   stop(): Promise<void>;
 };
 
-/** GET `path` of the service as JSON, failing the test (naming the path) unless it answers 200. */
+/** GET `path` of the service as JSON with the harness's reader token, failing the test (naming the path) unless it answers 200. */
 export async function readApi<T>(serviceUrl: string, path: string): Promise<T> {
-  const response = await fetch(`${serviceUrl}${path}`);
+  const response = await fetch(`${serviceUrl}${path}`, { headers: { authorization: `Bearer ${READER_TOKEN}` } });
   expect({ path, status: response.status }).toEqual({ path, status: 200 });
   return (await response.json()) as T;
 }
@@ -57,6 +59,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
   const dir = mkdtempSync(join(tmpdir(), "svc-int-"));
   writeFileSync(join(dir, "key.pem"), keys.privateKey);
   writeFileSync(join(dir, "webhook"), WEBHOOK_SECRET);
+  writeFileSync(join(dir, "decisions-tokens"), `e2e:${READER_TOKEN}\n`);
   const database = await createTestDatabase(backend, options.postgresUrl);
   await migrateDatabase(database.target, Date.now());
   const config = loadConfig({
@@ -68,6 +71,7 @@ export async function startServiceHarness(backend: BackendName, env: Record<stri
     SERVICE_HOST: "127.0.0.1",
     SERVICE_PORT: "0",
     SERVICE_RECONCILE_ENABLED: "false",
+    SERVICE_DECISIONS_TOKEN_FILE: join(dir, "decisions-tokens"),
     ...env,
   });
   const logs: string[] = [];

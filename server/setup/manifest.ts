@@ -37,6 +37,8 @@ export interface AppManifest {
   description: string;
   hook_attributes: { url: string; active: true };
   redirect_url: string;
+  /** Where the forge sends a person back after signing in to read decision records (the App's OAuth web flow). */
+  callback_urls: string[];
   public: false;
   default_permissions: Record<string, string>;
   default_events: string[];
@@ -59,6 +61,8 @@ export function buildManifest(urls: { readonly publicUrl: string; readonly setup
     description: "Decides whether a pull request may merge with respect to code-owner approval and publishes a check run on the exact head commit.",
     hook_attributes: { url: `${origin}/webhooks/forge`, active: true },
     redirect_url: `${urls.setupUrl.replace(/\/+$/, "")}/setup/callback`,
+    // The operator's browser reaches the service where it reached setup: signing in to the decision records comes back there.
+    callback_urls: [`${urls.setupUrl.replace(/\/+$/, "")}/auth/callback`],
     public: false,
     default_permissions: { ...SETUP_PERMISSIONS },
     default_events: [...SETUP_EVENTS],

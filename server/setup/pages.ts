@@ -51,6 +51,7 @@ export function serviceSettings(input: SuccessPageInput): string {
     `SERVICE_FORGE_APP_ID=${input.credentials.id}`,
     `SERVICE_FORGE_PRIVATE_KEY_FILE=${SECRETS_DIRECTORY}/private-key.pem`,
     `SERVICE_FORGE_WEBHOOK_SECRET_FILE=${SECRETS_DIRECTORY}/webhook-secret`,
+    ...(input.credentials.clientSecret === null ? [] : [`SERVICE_FORGE_CLIENT_ID=${input.credentials.clientId}`, `SERVICE_FORGE_CLIENT_SECRET_FILE=${SECRETS_DIRECTORY}/client-secret`]),
     `SERVICE_FORGE_API_URL=${input.forgeApiUrl}`,
     `SERVICE_FORGE_WEB_URL=${input.forgeWebUrl}`,
     "SERVICE_SETUP_ENABLED=false",
@@ -86,12 +87,13 @@ in this address can be exchanged only once. Anyone with the private key or the w
 </table>
 ${secretBlock("private-key", "Private key", c.pem, { file: "private-key.pem", type: "application/x-pem-file" })}
 ${secretBlock("webhook-secret", "Webhook secret", c.webhookSecret, { file: "webhook-secret", type: "text/plain" })}
-${c.clientSecret === null ? "" : secretBlock("client-secret", "Client secret (not used by the service; keep it in your password manager or discard it)", c.clientSecret)}
+${c.clientSecret === null ? "" : secretBlock("client-secret", "Client secret (people sign in with the forge to read decision records)", c.clientSecret, { file: "client-secret", type: "text/plain" })}
 <h2>Run the service with this App</h2>
-<p>Put the two secrets in files readable only by the service's user (the file's final newline, if any, is ignored):</p>
+<p>Put the secrets in files readable only by the service's user (the file's final newline, if any, is ignored):</p>
 <pre id="file-layout">${e(`${SECRETS_DIRECTORY}/          mode 0700, owned by the service user
 ├── private-key.pem               the private key above, mode 0400
-└── webhook-secret                the webhook secret above, mode 0400`)}</pre>
+├── webhook-secret                the webhook secret above, mode 0400${c.clientSecret === null ? "" : `
+└── client-secret                 the client secret above, mode 0400`}`)}</pre>
 <p>Then set these settings (keep your database and other settings as they are), and turn setup mode off:</p>
 ${secretBlock("service-settings", "Settings", settings, { file: "service.env", type: "text/plain" })}
 <ol>

@@ -142,9 +142,10 @@ export function createAppFromManifest(control: SimulatorControl, pending: Pendin
     slug: slugOf(String(m.name)), name: String(m.name), owner: pending.owner, publicKeyPem: publicKey,
     permissions: { ...((m.default_permissions ?? {}) as Record<string, string>) }, events: [...((m.default_events ?? []) as string[])],
     webhookUrl: hook.active === false ? undefined : hook.url, webhookSecret,
+    callbackUrls: Array.isArray(m.callback_urls) ? (m.callback_urls as unknown[]).filter((u): u is string => typeof u === "string") : [],
   });
   const code = randomBytes(10).toString("hex");
-  control.state.createdAppCodes.set(code, { appId: app.id, expiresAt: nowMs + MANIFEST_CODE_LIFETIME_MS, clientSecret: randomBytes(20).toString("hex"), webhookSecret, pem: privateKey });
+  control.state.createdAppCodes.set(code, { appId: app.id, expiresAt: nowMs + MANIFEST_CODE_LIFETIME_MS, clientSecret: app.clientSecret, webhookSecret, pem: privateKey });
   if (typeof m.redirect_url !== "string") return { code, appId: app.id, redirect: null };
   const target = new URL(m.redirect_url);
   target.searchParams.set("code", code);

@@ -79,7 +79,7 @@ export class SimulatorControl {
     return account;
   }
 
-  createApp(args: { id?: number; slug: string; name?: string; owner?: string; publicKeyPem: string; permissions?: Record<string, string>; events?: string[]; webhookUrl?: string; webhookSecret?: string }): ForgeApp {
+  createApp(args: { id?: number; slug: string; name?: string; owner?: string; publicKeyPem: string; permissions?: Record<string, string>; events?: string[]; webhookUrl?: string; webhookSecret?: string; callbackUrls?: string[] }): ForgeApp {
     if (this.state.appBySlug(args.slug)) throw new ControlError(422, "slug taken");
     if (args.id !== undefined && this.state.apps.has(args.id)) throw new ControlError(422, "App ID taken");
     const owner = args.owner ?? args.slug;
@@ -88,6 +88,7 @@ export class SimulatorControl {
       id: args.id ?? this.state.nextId("app"), slug: args.slug, name: args.name ?? args.slug, ownerLogin: owner,
       publicKey: createPublicKey(args.publicKeyPem), permissions: args.permissions ?? { ...DEFAULT_APP_PERMISSIONS },
       events: args.events ?? DEFAULT_APP_EVENTS, clientId: `Iv1.${randomBytes(8).toString("hex")}`,
+      clientSecret: randomBytes(20).toString("hex"), callbackUrls: [...(args.callbackUrls ?? [])],
       webhookUrl: args.webhookUrl, webhookSecret: args.webhookSecret, createdAt: this.now(),
     };
     this.state.apps.set(app.id, app);

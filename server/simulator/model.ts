@@ -1,6 +1,7 @@
 // The forge simulator's state: plain records, no HTTP. Everything the service can observe through the REST API lives here.
 import type { KeyObject } from "node:crypto";
 import type { CreatedAppCode, PendingCreation } from "./app-creation.ts";
+import type { OAuthCode, UserToken } from "./oauth.ts";
 
 export type AccountType = "User" | "Organization" | "Bot";
 export interface Account { id: number; login: string; type: AccountType }
@@ -8,6 +9,8 @@ export interface Account { id: number; login: string; type: AccountType }
 export interface ForgeApp {
   id: number; slug: string; name: string; ownerLogin: string; publicKey: KeyObject;
   permissions: Record<string, string>; events: string[]; clientId: string;
+  /** The OAuth client secret (oauth.ts), and where the web flow sends a person back (the manifest's callback_urls). */
+  clientSecret: string; callbackUrls: string[];
   webhookUrl?: string; webhookSecret?: string; createdAt: string;
 }
 
@@ -75,6 +78,9 @@ export class ForgeState {
   /** App creation page: manifests shown and awaiting "Create", and the one-use codes of Apps created there (app-creation.ts). */
   pendingAppCreations = new Map<string, PendingCreation>();
   createdAppCodes = new Map<string, CreatedAppCode>();
+  /** The OAuth web flow's one-use codes and the user access tokens they were exchanged for (oauth.ts). */
+  oauthCodes = new Map<string, OAuthCode>();
+  userTokens = new Map<string, UserToken>();
   labelIds = new Map<string, number>();
   private ids = new Map<string, number>();
 

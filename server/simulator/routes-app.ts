@@ -69,7 +69,7 @@ export const APP_ROUTES: Route[] = [
         permissions: (manifest.default_permissions as Record<string, string> | undefined) ?? undefined,
         events: (manifest.default_events as string[] | undefined) ?? undefined, webhookUrl: hook?.url, webhookSecret,
       });
-      return { status: 201, body: { ...appJson(ctx.base, s(ctx), app), client_secret: randomBytes(20).toString("hex"), webhook_secret: webhookSecret, pem: privateKey } };
+      return { status: 201, body: { ...appJson(ctx.base, s(ctx), app), client_secret: app.clientSecret, webhook_secret: webhookSecret, pem: privateKey } };
     },
   },
 ];

@@ -4,6 +4,7 @@
 // each checked against the permissions requested when it was issued. Faults are injected per route (see faults.ts).
 // POST /graphql executes queries against the forge's published schema (graphql.ts).
 import { handleAppCreation, isAppCreationPath } from "./app-creation.ts";
+import { handleOAuth, isOAuthPath } from "./oauth.ts";
 import { ControlError, SimulatorControl } from "./control.ts";
 import { CONTROL_OPERATIONS, type RequestRecord } from "./control-routes.ts";
 import { FaultTable, type Fault } from "./faults.ts";
@@ -95,6 +96,13 @@ export function startForgeSimulator(options: ForgeSimulatorOptions = {}): ForgeS
     const url = new URL(req.url);
     if (url.pathname.startsWith("/_control/")) return handleControl(req, url.pathname.slice("/_control/".length));
     if (isAppCreationPath(url.pathname)) return handleAppCreation(control, req, url);
+    if (isOAuthPath(url.pathname)) {
+      const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
+      requests.push(record);
+      const response = await handleOAuth(control, req, url, base);
+      record.status = response.status;
+      return response;
+    }
     const record: RequestRecord = { method: req.method, path: url.pathname, query: url.search, status: 0, auth: "none", apiVersion: req.headers.get("x-github-api-version") };
     requests.push(record);
     if (requests.length > MAX_LOGGED) requests.splice(0, requests.length - MAX_LOGGED);
