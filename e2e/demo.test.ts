@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fences } from "./docs/markdown.ts";
 import { BINARY, cleanEnv, ensureBinary, ROOT } from "./support/binary.ts";
+import { signInAs } from "./support/sign-in.ts";
 
 /**
  * `service demo` as `npm start` runs it (the compiled executable, until Ctrl-C): the README shows exactly what it prints
@@ -12,7 +13,7 @@ import { BINARY, cleanEnv, ensureBinary, ROOT } from "./support/binary.ts";
  * approved one and the one merged without approval.
  */
 let printed = "";
-let decisionsPage = { status: 0, unapproved: [] as unknown[] };
+let decisionsPage = { withoutSession: 0, status: 0, unapproved: [] as unknown[], erinSees: [] as unknown[] };
 let dataDir = "";
 
 beforeAll(async () => {
@@ -30,9 +31,15 @@ beforeAll(async () => {
   const page = /Decisions page: (\S+);/.exec(printed)?.[1];
   if (page) {
     const service = new URL(page).origin;
+    // Signing in as the demo says (alice reads acme/web); erin, a member of the organization without access to it, reads none.
+    const alice = await signInAs(service, "alice");
+    const erin = await signInAs(service, "erin");
+    const items = async (cookie: string) => ((await (await fetch(`${service}/api/decisions?unapproved=true`, { headers: { cookie } })).json()) as { items: unknown[] }).items;
     decisionsPage = {
-      status: (await fetch(page)).status,
-      unapproved: ((await (await fetch(`${service}/api/decisions?unapproved=true`)).json()) as { items: unknown[] }).items,
+      withoutSession: (await fetch(page, { redirect: "manual" })).status,
+      status: (await fetch(page, { headers: { cookie: alice } })).status,
+      unapproved: await items(alice),
+      erinSees: await items(erin),
     };
   }
   demo.kill("SIGINT");
@@ -70,7 +77,9 @@ test("the demo's times read in order: each merge is recorded after the approval 
   for (const time of times) expect(Math.abs(Date.now() - time)).toBeLessThan(120_000);
 });
 
-test("the decisions page answers while the demo runs and lists the unapproved merge", () => {
+test("the decisions page answers while the demo runs and, signed in as alice, lists the unapproved merge", () => {
+  expect(decisionsPage.withoutSession).toBe(303); // to sign in first
+  expect(decisionsPage.erinSees).toEqual([]);
   expect(decisionsPage.status).toBe(200);
   expect(decisionsPage.unapproved).toHaveLength(1);
   expect(decisionsPage.unapproved[0]).toMatchObject({ kind: "merge", pull_request: 2, merged_by: { login: "dave" }, unapproved: true });

@@ -6,12 +6,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanEnv, ROOT } from "./support/setup-processes.ts";
 import { readTrialRecipe, withPorts } from "./support/trial-recipe.ts";
+import { signInAs } from "./support/sign-in.ts";
+import { SessionCipher } from "../server/http/decisions-access.ts";
 
 /**
  * The setup rehearsal of docs/getting-started.md, run as a reader runs it: the document's own shell blocks (its ports swapped
  * for free ones) from a directory laid out like the repository, the browser through the service's plain-HTTP loopback setup
  * page and the simulator's App creation page, the credentials saved where the document says, the service restarted with
- * them, and the document's pull request and approval reaching the service as webhooks signed with the new App's secret.
+ * them, and the document's pull request and approval reaching the service as webhooks signed with the new App's secret. The
+ * records are read signed in with the forge: alice and carol, who read different repositories, see different records; no
+ * session, a forged or an expired one, sees nothing.
  */
 test.describe.configure({ mode: "serial" });
 
@@ -107,7 +111,9 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   const appId = (await page.locator("#app-id").textContent())!;
   expect(appId).toMatch(/^[1-9]\d*$/);
   execFileSync("sh", ["-c", `printf '%s\\n' "$1" > "$2"`, "sh", appId, recipe.files.appId], { cwd: dir });
-  for (const [control, file] of [["#private-key-download", recipe.files.privateKey], ["#webhook-secret-download", recipe.files.webhookSecret]] as const) {
+  const clientId = (await page.locator("#client-id").textContent())!;
+  execFileSync("sh", ["-c", `printf '%s\\n' "$1" > "$2"`, "sh", clientId, recipe.files.clientId], { cwd: dir });
+  for (const [control, file] of [["#private-key-download", recipe.files.privateKey], ["#webhook-secret-download", recipe.files.webhookSecret], ["#client-secret-download", recipe.files.clientSecret]] as const) {
     const [download] = await Promise.all([page.waitForEvent("download"), page.locator(control).click()]);
     await download.saveAs(join(dir, file));
   }
@@ -124,9 +130,11 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   }, serve);
 
   // The document's pull request, then its approval, sent by the simulator as webhooks to the App's URL, signed with its secret.
-  type Summary = { kind: string; conclusion?: string; pull_request: number };
+  // The records are read signed in with the forge, as alice (who reads acme/web), through the simulator's sign-in page.
+  type Summary = { kind: string; conclusion?: string; pull_request: number; repository: { full_name: string } };
+  const alice = await signInAs(serviceUrl(), "alice");
   const recorded = (conclusion: string) => until(`a ${conclusion} to be recorded`, async () => {
-    const found = (await (await fetch(`${serviceUrl()}/api/decisions?repository=acme/web`)).json()) as { items: Summary[] };
+    const found = (await (await fetch(`${serviceUrl()}/api/decisions?repository=acme/web`, { headers: { cookie: alice } })).json()) as { items: Summary[] };
     return found.items.some((d) => d.kind === "decision" && d.conclusion === conclusion) ? found.items : undefined;
   }, serve);
   const run = (block: string) => execFileSync("sh", ["-ec", withPorts(block, ports)], { cwd: dir, env: cleanEnv(), stdio: "pipe" });
@@ -135,7 +143,15 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   run(recipe.approve);
   expect((await recorded("success")).map((d) => [d.kind, d.pull_request, d.conclusion])).toEqual([["decision", 1, "success"], ["decision", 1, "failure"]]);
 
+  // The decisions page sends the browser to the forge's sign-in page, and back once alice signed in there.
   await page.goto(withPorts(recipe.decisionsPage, ports));
+  expect(new URL(page.url()).pathname).toBe("/login/oauth/authorize");
+  await page.getByRole("button", { name: "Sign in as alice" }).click();
+  await expect(page).toHaveURL(withPorts(recipe.decisionsPage, ports));
+  const session = (await context.cookies(serviceUrl())).find((c) => c.name === "decisions_session")!;
+  expect({ httpOnly: session.httpOnly, secure: session.secure, sameSite: session.sameSite }).toEqual({ httpOnly: true, secure: true, sameSite: "Lax" });
+  expect(session.expires * 1000 - Date.now()).toBeGreaterThan(8 * 3600_000 - 120_000);
+  expect(session.expires * 1000 - Date.now()).toBeLessThanOrEqual(8 * 3600_000);
   await expect(page.getByTestId("results").locator("tbody tr")).toHaveCount(2);
   await expect(page.getByTestId("results")).toContainText("success");
   await expect(page.getByTestId("results")).toContainText("failure");
@@ -143,6 +159,41 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   const deliveries = (await (await fetch(`http://127.0.0.1:${ports.forge}/_control/deliveries`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as Array<{ url: string; status: number | null; event: string }>;
   const toService = deliveries.filter((d) => d.url === `${serviceUrl()}/webhooks/forge`);
   expect(toService.map((d) => `${d.event}:${d.status}`)).toEqual(["pull_request:202", "pull_request_review:202"]);
+
+  // carol reads only acme/api: a pull request there is recorded, and each person sees their own repository's records only.
+  await fetch(`http://127.0.0.1:${ports.forge}/_control/pulls`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ owner: "acme", repo: "api", head: "fix", author: "bob", title: "Fix" }) });
+  const carol = await signInAs(serviceUrl(), "carol");
+  await until("acme/api's decision to be recorded", async () => {
+    const found = (await (await fetch(`${serviceUrl()}/api/decisions`, { headers: { cookie: carol } })).json()) as { items: Summary[] };
+    return found.items.length > 0 ? true : undefined;
+  }, serve);
+  const carolContext = await browser.newContext();
+  const carolPage = await carolContext.newPage();
+  await carolPage.route((url) => url.hostname !== "127.0.0.1", (route) => { external.push(route.request().url()); return route.abort(); });
+  await carolPage.goto(`${serviceUrl()}/decisions/`);
+  await carolPage.getByRole("button", { name: "Sign in as carol" }).click();
+  await expect(carolPage.getByTestId("results").locator("tbody tr")).toHaveCount(1);
+  await expect(carolPage.getByTestId("results")).toContainText("acme/api");
+  await expect(carolPage.getByTestId("results")).not.toContainText("acme/web");
+  await page.goto(`${serviceUrl()}/decisions/`);
+  await expect(page.getByTestId("results").locator("tbody tr")).toHaveCount(2);
+  await expect(page.getByTestId("results")).not.toContainText("acme/api");
+
+  // Without a session, with a forged one, or with one past its 8 hours (sealed with the App's real client secret), nothing.
+  const secret = readFileSync(join(dir, recipe.files.clientSecret), "utf8").trim();
+  const expired = new SessionCipher(secret).seal({ login: "alice", id: 1, accessToken: "ghu_old" }, Date.now() - 8 * 3600_000 - 1000);
+  for (const cookie of [undefined, "decisions_session=v1.Zm9yZ2VkLXNlc3Npb24tdGhhdC1uZXZlci1kZWNyeXB0cw", `decisions_session=${expired}`]) {
+    const answer = await fetch(`${serviceUrl()}/api/decisions`, { headers: cookie === undefined ? {} : { cookie } });
+    expect({ cookie, status: answer.status }).toEqual({ cookie, status: 401 });
+    expect(await answer.text()).not.toContain("acme/");
+  }
+  const stranger = await browser.newContext();
+  await stranger.addCookies([{ name: "decisions_session", value: expired, url: serviceUrl() }]);
+  const strangerPage = await stranger.newPage();
+  await strangerPage.goto(`${serviceUrl()}/decisions/`);
+  expect(new URL(strangerPage.url()).pathname).toBe("/login/oauth/authorize");
   expect(external).toEqual([]);
+  await stranger.close();
+  await carolContext.close();
   await context.close();
 });

@@ -20,7 +20,7 @@ export interface TrialRecipe {
   readonly setupPage: string;
   readonly buttons: readonly [string, string];
   /** Where the reader saves the App ID, the private key and the webhook secret. */
-  readonly files: { readonly appId: string; readonly privateKey: string; readonly webhookSecret: string };
+  readonly files: { readonly appId: string; readonly clientId: string; readonly privateKey: string; readonly webhookSecret: string; readonly clientSecret: string };
   readonly decisionsPage: string;
 }
 
@@ -46,7 +46,7 @@ function one(text: string, pattern: RegExp, what: string): RegExpExecArray {
 export function readTrialRecipe(): TrialRecipe {
   const text = section(readFileSync(TRIAL_DOC, "utf8"));
   const buttons = one(text, /press "([^"]+)", then "([^"]+)"/, "which buttons to press");
-  const files = one(text, /save the App ID as `([^`]+)` and the private key and webhook secret\s+as `([^`]+)` and `([^`]+)`/, "where to save the credentials");
+  const files = one(text, /save the App ID as `([^`]+)` and the client ID as `([^`]+)`,\s+and the private key, webhook secret and client secret as `([^`]+)`, `([^`]+)` and\s+`([^`]+)`/, "where to save the credentials");
   return {
     forge: block(text, "forge"),
     setup: block(text, "setup"),
@@ -55,7 +55,7 @@ export function readTrialRecipe(): TrialRecipe {
     approve: block(text, "approve"),
     setupPage: one(text, /Open `(http:\/\/127\.0\.0\.1:\d+\/setup\?organization=[a-z]+)`/, "which page to open")[1]!,
     buttons: [buttons[1]!, buttons[2]!],
-    files: { appId: files[1]!, privateKey: files[2]!, webhookSecret: files[3]! },
+    files: { appId: files[1]!, clientId: files[2]!, privateKey: files[3]!, webhookSecret: files[4]!, clientSecret: files[5]! },
     decisionsPage: one(text, /`(http:\/\/127\.0\.0\.1:\d+\/decisions\/\?repository=[a-z/]+)`/, "where the decisions show")[1]!,
   };
 }

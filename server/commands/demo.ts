@@ -44,6 +44,9 @@ export async function runDemo(args: string[], env: Record<string, string | undef
   };
   try {
     const scenario = await createScenario(sim, { keys });
+    // People read the decision records by signing in with the forge (the simulator's sign-in page): the App's client secret.
+    const app = sim.control.mustApp(scenario.appId);
+    writeFileSync(join(secretsDir, "client-secret"), app.clientSecret, { mode: 0o600 });
     const repo = { owner: scenario.org, repo: scenario.repo };
     const pr = { ...repo, number: scenario.pullNumber };
     const config = loadConfig({
@@ -56,6 +59,8 @@ export async function runDemo(args: string[], env: Record<string, string | undef
       SERVICE_FORGE_APP_ID: String(scenario.appId),
       SERVICE_FORGE_PRIVATE_KEY_FILE: join(secretsDir, "app-private-key.pem"),
       SERVICE_FORGE_WEBHOOK_SECRET_FILE: join(secretsDir, "webhook-secret"),
+      SERVICE_FORGE_CLIENT_ID: app.clientId,
+      SERVICE_FORGE_CLIENT_SECRET_FILE: join(secretsDir, "client-secret"),
       SERVICE_RECONCILE_ENABLED: "false",
     });
     await migrateDatabase(config.database, Date.now());
@@ -64,7 +69,8 @@ export async function runDemo(args: string[], env: Record<string, string | undef
     service = await startService(config, createLogger(config.logLevel), { onTransition: (t: CheckTransition) => void transitions.push(t) });
     // The second pull request's branch, pushed before the story starts (before the service receives deliveries).
     await sim.control.commit({ ...repo, branch: "hotfix", files: { "src/hotfix.ts": "export const hotfix = true;\n" }, sender: "erin" });
-    sim.control.mustApp(scenario.appId).webhookUrl = `${service.url}/webhooks/forge`;
+    app.webhookUrl = `${service.url}/webhooks/forge`;
+    app.callbackUrls = [`${service.url}/auth/callback`];
 
     let seen = 0;
     // Each step waits for a new completed check on that head (not an earlier one) and prints it, so the story reads the same
@@ -142,7 +148,7 @@ export async function runDemo(args: string[], env: Record<string, string | undef
     await stopAll();
     return EXIT_OK;
   }
-  out.stdout(`Decisions page: ${service!.url}/decisions/?repository=${DEMO_REPOSITORY}; the service (${service!.url}/api/docs, /metrics) and the forge simulator (${sim.url}) run until Ctrl-C.`);
+  out.stdout(`Decisions page: ${service!.url}/decisions/?repository=${DEMO_REPOSITORY}; sign in as alice on the forge simulator's sign-in page. The service (${service!.url}/api/docs, /metrics) and the forge simulator (${sim.url}) run until Ctrl-C.`);
   return new Promise<number>((resolve) => {
     const stop = () => void stopAll().then(() => resolve(EXIT_OK));
     process.once("SIGINT", stop);

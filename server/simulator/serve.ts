@@ -9,20 +9,24 @@ import { type ForgeSimulator, startForgeSimulator } from "./simulator.ts";
 
 /**
  * The trial forge: organization `acme` (alice and bob active members with write access) and its repository `acme/web`, opted in
- * with `* @alice` as CODEOWNERS, and a branch `feature` by bob ready to become a pull request. An App created on the forge's
+ * with `* @alice` as CODEOWNERS, and a branch `feature` by bob ready to become a pull request; carol, a member who reads only
+ * `acme/api` (opted in, `* @carol`, a branch `fix` by bob), so that two people signed in read different records. An App created on the forge's
  * creation page for `acme` is installed on it at once, as if its administrator had pressed "Install".
  */
 export async function seedTrial(sim: ForgeSimulator): Promise<void> {
   const c = sim.control;
   const org = "acme";
   c.createOrganization({ login: org });
-  for (const login of ["alice", "bob"]) {
+  for (const login of ["alice", "bob", "carol"]) {
     c.createUser({ login });
     await c.setOrgMembership({ org, user: login, state: "active" });
   }
   c.createRepository({ owner: org, name: "web", files: { ".forge/CODEOWNERS": "* @alice\n", ".forge/service-policy.toml": "schema_version = 1\nenabled = true\n", "README.md": "# web\n" } });
   for (const login of ["alice", "bob"]) await c.setCollaborator({ owner: org, repo: "web", user: login, permission: "write" });
   await c.commit({ owner: org, repo: "web", branch: "feature", files: { "src/index.ts": "export const feature = true;\n" }, sender: "bob" });
+  c.createRepository({ owner: org, name: "api", files: { ".forge/CODEOWNERS": "* @carol\n", ".forge/service-policy.toml": "schema_version = 1\nenabled = true\n", "README.md": "# api\n" } });
+  await c.setCollaborator({ owner: org, repo: "api", user: "carol", permission: "write" });
+  await c.commit({ owner: org, repo: "api", branch: "fix", files: { "src/fix.ts": "export const fix = true;\n" }, sender: "bob" });
   const createApp = c.createApp.bind(c);
   c.createApp = (args) => {
     const app = createApp(args);
