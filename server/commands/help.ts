@@ -65,7 +65,7 @@ export const COMMANDS: readonly CommandHelp[] = [
     exitCodes: HISTORY_REPLAY_EXIT_CODES,
   },
   {
-    name: ["history", "verify"], synopsis: "service history verify [--since CHECKPOINT|DATE]",
+    name: ["history", "verify"], synopsis: "service history verify [--since CHECKPOINT|DATE] [--attestations [--public-key FILE]]",
     summary: "recompute every record's digest and every checkpoint (Merkle root, link to the one before) and name the first record or checkpoint that was changed, removed or inserted; prints the last checkpoint's hash to keep elsewhere; reads only the database settings",
     usage: HISTORY_VERIFY_USAGE,
     exitCodes: HISTORY_VERIFY_EXIT_CODES,

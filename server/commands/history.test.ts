@@ -97,7 +97,11 @@ describe("history command usage errors", () => {
     [["--since"], "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)"],
     [["--since", "1", "--since", "2"], "--since given twice"],
     [["all"], "unknown argument: all"],
-    [["--attestations"], "unknown argument: --attestations"],
+    [["--signatures"], "unknown argument: --signatures"],
+    [["--public-key", "key.pem"], "--public-key goes with --attestations"],
+    // The configuration in these tests has no signing key: the public keys must be given.
+    [["--attestations"], "--attestations needs the public keys: --public-key FILE (GET /api/attestations/public-key gives them), or SERVICE_ATTESTATION_KEY_FILE"],
+    [["--attestations", "--public-key", "/nonexistent/key.pem"], "--public-key: the file cannot be read"],
   ];
   for (const [args, message] of verifyCases) {
     test(`history verify ${args.join(" ")}: exit 2, "${message}"`, async () => {

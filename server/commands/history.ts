@@ -4,6 +4,7 @@
 // digests and checkpoints. They read the database through the history
 // read operations (server/store/ops/history-ops.ts) and nothing else; replay also reads the recorded files from the forge by
 // their blob SHAs, with the App's installation token.
+import { readFileSync } from "node:fs";
 import type { Config, DatabaseTarget } from "../config/index.ts";
 import { evaluationSettingsOf } from "../config/index.ts";
 import { type EvaluationSettings, visible, visibleJson } from "../evaluation/index.ts";
@@ -13,9 +14,11 @@ import { decodeUtf8Strict } from "../policy/utf8.ts";
 import { describeMergeGroupRecord, describeMergeRecord, describeRecord } from "../records/explain.ts";
 import { exportHistory, OutputClosed, streamSink, type WritableLike } from "../records/export.ts";
 import { type VerifyCounts, type VerifyOptions, type VerifyReport, verifyHistory } from "../records/history-verify.ts";
+import { AttestationKeyError, type Envelope, loadVerificationKeys, type VerificationKey } from "../records/attestation.ts";
+import { type AttestationReport, verifyAttestations } from "../records/attestation-verify.ts";
 import { type BlobAnswer, type ReadBlob, replayRecord, replaySettings } from "../records/replay.ts";
 import { type DecisionRecord, type HistoryFilter, type HistoryRecord, type MergeGroupRecord, type MergeRecord, RECORD_SCHEMA_VERSION, type RecordId } from "../records/schema.ts";
-import { listHistory, openStore, parseRecordId, readHistoryBatch, readHistoryRecord, type Store } from "../store/index.ts";
+import { listHistory, openStore, parseRecordId, readHistoryBatch, readHistoryRecord, readMergeAttestations, type Store } from "../store/index.ts";
 import { describe as describeStoreError } from "./database.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type ExitCodes, exitCodesLine } from "./exit-codes.ts";
 import { evidenceDocument } from "./explain.ts";
@@ -67,7 +70,7 @@ export const HISTORY_VERIFY_EXIT_CODES: ExitCodes = [
   [2, "usage or configuration error"], [3, "the database could not be read"],
 ];
 
-export const HISTORY_VERIFY_USAGE = `usage: service history verify [--since CHECKPOINT|DATE]
+export const HISTORY_VERIFY_USAGE = `usage: service history verify [--since CHECKPOINT|DATE] [--attestations [--public-key FILE]]
 
 Recomputes the digest of every decision and merge record and every checkpoint (the elected reconciler writes one at most
 every 10 minutes when records were added: a Merkle root over the records it covers, linked to the checkpoint before it),
@@ -75,7 +78,9 @@ and names the first record or checkpoint that was changed, removed or inserted. 
 number), or at the first checkpoint written at or after DATE (YYYY-MM-DD or an ISO 8601 time with its offset), trusting its
 link to the one before; the records no checkpoint covers yet are always checked. On success it prints the last checkpoint
 and its hash: keep that hash outside the database and compare it next time (docs/security.md "Tamper evidence"). Reads in
-pages (bounded memory), progress on stderr. Reads only the database settings.
+pages (bounded memory), progress on stderr. Reads only the database settings. --attestations also checks every signature:
+each signed checkpoint and each approved merge's statement, with the keys of FILE (PEM public keys, as
+GET /api/attestations/public-key gives them) or of SERVICE_ATTESTATION_KEY_FILE and SERVICE_ATTESTATION_PUBLIC_KEYS_FILE.
 
 ${exitCodesLine(HISTORY_VERIFY_EXIT_CODES)}`;
 
@@ -296,7 +301,12 @@ export async function runHistoryExport(args: readonly string[], config: Config, 
       // full collection between batches keeps the resident set flat (a peak of about 85 MiB instead of 175 MiB for the
       // compiled binary, e2e/bench/history-export-bench.ts) for a few milliseconds a batch.
       if (after !== null) Bun.gc(true);
-      return store.execute(() => readHistoryBatch(filter, after, EXPORT_BATCH));
+      const batch = await store.execute(() => readHistoryBatch(filter, after, EXPORT_BATCH));
+      // An approved merge carries its signed statement (a DSSE envelope) when it has one: the export verifies offline.
+      const mergeIds = batch.records.flatMap((record) => (record.kind === "merge" ? [Number(record.id.slice(1))] : []));
+      const envelopes = mergeIds.length === 0 ? new Map<number, string>() : await store.execute(() => readMergeAttestations(mergeIds));
+      if (envelopes.size === 0) return batch;
+      return { ...batch, records: batch.records.map((record) => record.kind === "merge" && envelopes.has(Number(record.id.slice(1))) ? { ...record, attestation: JSON.parse(envelopes.get(Number(record.id.slice(1)))!) as Envelope } : record) };
     }, sink));
     out.stderr(`exported ${count} records`);
     return EXIT_OK;
@@ -310,16 +320,24 @@ export async function runHistoryExport(args: readonly string[], config: Config, 
   }
 }
 
-export function parseVerifyArgs(args: readonly string[]): { since?: VerifyOptions["since"] } | string {
-  const flags = flagsOf(args, ["--since"], []);
+export type VerifyArgs = { since?: VerifyOptions["since"]; attestations?: boolean; publicKey?: string };
+
+export function parseVerifyArgs(args: readonly string[]): VerifyArgs | string {
+  const flags = flagsOf(args, ["--since", "--public-key"], ["--attestations"]);
   if (typeof flags === "string") return flags;
   if (flags.positional.length > 0) return `unknown argument: ${flags.positional[0]}`;
-  if (!flags.values.has("--since")) return {};
+  const parsed: VerifyArgs = {};
+  if (flags.bare.has("--attestations")) parsed.attestations = true;
+  if (flags.values.has("--public-key")) {
+    if (!parsed.attestations) return "--public-key goes with --attestations";
+    parsed.publicKey = flags.values.get("--public-key") ?? "";
+  }
+  if (!flags.values.has("--since")) return parsed;
   const since = flags.values.get("--since") ?? "";
-  if (/^[1-9]\d{0,15}$/.test(since) && Number.isSafeInteger(Number(since))) return { since: { checkpoint: Number(since) } };
+  if (/^[1-9]\d{0,15}$/.test(since) && Number.isSafeInteger(Number(since))) return { ...parsed, since: { checkpoint: Number(since) } };
   const ms = parseDate(since);
   if (ms === null) return "--since takes a checkpoint number, a date YYYY-MM-DD or an ISO 8601 time with its offset (2026-11-27T10:00:00Z)";
-  return { since: { atMs: ms } };
+  return { ...parsed, since: { atMs: ms } };
 }
 
 /** How often `history verify` says how far it got, on stderr. */
@@ -330,6 +348,22 @@ export async function runHistoryVerify(args: readonly string[], config: Config, 
   const out = printable(rawOut);
   const parsed = parseVerifyArgs(args);
   if (typeof parsed === "string") return usageError(out, parsed, HISTORY_VERIFY_USAGE);
+  // The keys to check signatures with: a public-key file given (an auditor's copy), else the service's own configured keys.
+  let keys: readonly VerificationKey[] = [];
+  if (parsed.attestations) {
+    if (parsed.publicKey !== undefined) {
+      try {
+        keys = loadVerificationKeys(readFileSync(parsed.publicKey, "utf8"), "--public-key");
+      } catch (error) {
+        return usageError(out, error instanceof AttestationKeyError ? error.message : `--public-key: the file cannot be read`, HISTORY_VERIFY_USAGE);
+      }
+    } else if (config.attestation !== null) {
+      keys = config.attestation.verifiers;
+    } else {
+      return usageError(out, "--attestations needs the public keys: --public-key FILE (GET /api/attestations/public-key gives them), or SERVICE_ATTESTATION_KEY_FILE", HISTORY_VERIFY_USAGE);
+    }
+  }
+  const { attestations: _attestations, publicKey: _publicKey, ...walk } = parsed;
   const now = deps.now ?? Date.now;
   let said = now();
   const progress = (counts: Readonly<VerifyCounts>, checkpoint: { id: number } | null) => {
@@ -338,10 +372,12 @@ export async function runHistoryVerify(args: readonly string[], config: Config, 
     out.stderr(`verified ${counts.covered + counts.uncovered} records${checkpoint === null ? "" : ` (checkpoint ${checkpoint.id})`}`);
   };
   let report: VerifyReport;
+  let signatures: AttestationReport | null = null;
   try {
     report = await withStore(config, deps, (store) => verifyHistory(store, {
-      ...parsed, nowMs: now(), retentionMs: config.decisionRetentionDays * 86_400_000, onProgress: progress,
+      ...walk, nowMs: now(), retentionMs: config.decisionRetentionDays * 86_400_000, onProgress: progress,
     }));
+    if (parsed.attestations && report.finding === null) signatures = await withStore(config, deps, (store) => verifyAttestations(store, keys));
   } catch (error) {
     out.stderr(`cannot verify the history: ${describeStoreError(error)}`);
     return EXIT_HISTORY_NONE;
@@ -353,6 +389,15 @@ export async function runHistoryVerify(args: readonly string[], config: Config, 
     out.stdout(`history verify: FAILED: ${report.finding.message}`);
     out.stdout(`checked before it: ${counts}`);
     return EXIT_FAILURE;
+  }
+  if (signatures !== null) {
+    const signed = `${signatures.signedCheckpoints} checkpoint signatures, ${signatures.statements} merge statements${signatures.unsignedCheckpoints > 0 ? ` (${signatures.unsignedCheckpoints} earlier checkpoints written without a signing key)` : ""}`;
+    if (signatures.finding !== null) {
+      out.stdout(`history verify: FAILED: ${signatures.finding}`);
+      out.stdout(`checked before it: ${counts}; ${signed}`);
+      return EXIT_FAILURE;
+    }
+    out.stdout(`attestations verified: ${signed}, with key${keys.length === 1 ? "" : "s"} ${keys.map((k) => k.keyId.slice(0, 16)).join(", ")}`);
   }
   out.stdout(`history verified: ${counts}`);
   const last = report.last;

@@ -104,7 +104,10 @@ export async function startService(config: Config, log: Logger, hooks: ServiceHo
   let reconciler: Reconciler | null = null;
   if (forge && config.reconcileEnabled) {
     reconciler = createReconciler(
-      { store, forge, log, metrics, organizationPolicyRepository: config.organizationPolicyRepository, policyPath: config.policyPath, ...(worker ? { onQueued: () => worker.wake() } : {}) },
+      {
+        store, forge, log, metrics, organizationPolicyRepository: config.organizationPolicyRepository, policyPath: config.policyPath, ...(worker ? { onQueued: () => worker.wake() } : {}),
+        ...(config.attestation === null ? {} : { attestation: { signer: config.attestation.signer, forgeWebUrl: config.forge.webUrl, appId: config.forge.appId ?? 0, version: APPLICATION_VERSION } }),
+      },
       { intervalMs: config.reconcileIntervalSeconds * 1000, retentionMs: config.webhookDeliveryRetentionDays * 86_400_000, fullSweepMs: config.reconcileFullSweepHours * 3_600_000, decisionRetentionMs: config.decisionRetentionDays * 86_400_000 },
     );
     reconciler.start();

@@ -5,6 +5,7 @@ import { isAbsolute } from "node:path";
 import type { EvaluationSettings } from "../evaluation/evidence.ts";
 import { MAX_WEBHOOK_BODY_BYTES } from "../ingress/limits.ts";
 import { DEFAULT_FORGE_DIRECTORY, defaultPolicyPath, forgeDirectoryProblem } from "../policy/forge-directory.ts";
+import { AttestationKeyError, loadSigningKey, loadVerificationKeys, type SigningKey, type VerificationKey } from "../records/attestation.ts";
 import { ConfigError } from "./config-error.ts";
 import { type DecisionsToken, parseDecisionsTokens } from "./decision-tokens.ts";
 import { type DatabaseTarget, parseDatabaseUrl } from "./database-url.ts";
@@ -70,6 +71,11 @@ export type Config = {
    * person read; null when the App's client ID and secret are not configured.
    */
   readonly signIn: { readonly clientId: string; readonly clientSecret: string } | null;
+  /**
+   * Signed attestations (server/records/attestation.ts): the key that signs checkpoints and approved merges, and every key
+   * whose signatures are still accepted (the signing key's and, after a rotation, older ones); null: nothing is signed.
+   */
+  readonly attestation: { readonly signer: SigningKey; readonly verifiers: readonly VerificationKey[] } | null;
   readonly setup:
     | { readonly enabled: false }
     | {
@@ -133,6 +139,8 @@ export const KNOWN_VARIABLES = Object.freeze([
   "SERVICE_DECISIONS_TOKEN_FILE",
   "SERVICE_FORGE_CLIENT_ID",
   "SERVICE_FORGE_CLIENT_SECRET_FILE",
+  "SERVICE_ATTESTATION_KEY_FILE",
+  "SERVICE_ATTESTATION_PUBLIC_KEYS_FILE",
   "SERVICE_FORGE_IDENTITY_PROBE_INTERVAL_SECONDS",
   "SERVICE_FORGE_IDENTITY_FRESHNESS_SECONDS",
   "SERVICE_FORGE_POINTS_PER_MINUTE",
@@ -365,6 +373,22 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     signIn = { clientId, clientSecret };
   }
 
+  // Signed attestations: a private key (Ed25519 or ECDSA P-256), and optionally older public keys still accepted.
+  const attestationKeyText = readSecretFile("SERVICE_ATTESTATION_KEY_FILE");
+  const olderKeysText = readSecretFile("SERVICE_ATTESTATION_PUBLIC_KEYS_FILE");
+  let attestation: Config["attestation"] = null;
+  if (olderKeysText !== undefined && attestationKeyText === undefined) throw new ConfigError("SERVICE_ATTESTATION_PUBLIC_KEYS_FILE", "needs SERVICE_ATTESTATION_KEY_FILE (the key that signs now)");
+  if (attestationKeyText !== undefined) {
+    try {
+      const signer = loadSigningKey(attestationKeyText);
+      const older = olderKeysText === undefined ? [] : loadVerificationKeys(olderKeysText).filter((key) => key.keyId !== signer.keyId);
+      attestation = { signer, verifiers: [signer, ...older] };
+    } catch (error) {
+      if (error instanceof AttestationKeyError) throw new ConfigError(error.setting, error.problem);
+      throw error;
+    }
+  }
+
   return deepFreeze({
     environment,
     production,
@@ -394,6 +418,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, io
     setup,
     decisionsTokens,
     signIn,
+    attestation,
   });
 }
 

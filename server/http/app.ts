@@ -45,7 +45,7 @@ export function createApp(deps: AppDeps) {
     .use(docsRoutes(deps.build.version))
     .use(opsRoutes(deps))
     .use(webhookRoutes(deps.webhook))
-    .use(decisionsRoutes({ store: deps.health.store, forgeWebUrl: deps.config.forge.webUrl, playgroundEnabled: deps.config.playgroundEnabled, access, readable, ...logged }))
+    .use(decisionsRoutes({ store: deps.health.store, forgeWebUrl: deps.config.forge.webUrl, playgroundEnabled: deps.config.playgroundEnabled, access, readable, attestationKeys: deps.config.attestation?.verifiers ?? null, ...logged }))
     .use(signInRoutes({ access, users, ...logged }))
     .use(playgroundRoutes({ enabled: deps.config.playgroundEnabled }))
     .use(setupRoutes({ config: deps.config, ...(deps.log ? { log: deps.log } : {}) }))

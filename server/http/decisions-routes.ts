@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
 import type { Logger } from "../observability/logger.ts";
 import type { HistoryRecord, RecordId } from "../records/schema.ts";
-import { HistoryCursorError, listHistory, parseRecordId, readHistoryRecord, type Store, StoreError } from "../store/index.ts";
+import type { VerificationKey } from "../records/attestation.ts";
+import { HistoryCursorError, listHistory, parseRecordId, readHistoryRecord, readMergeAttestation, type Store, StoreError } from "../store/index.ts";
 import { isQueryProblem, parseHistoryQuery } from "./decisions-query.ts";
 import { HistoryError, HistoryPageModel, HistoryRecordModel } from "./decisions-schemas.ts";
 import { type DecisionsAccess, type Reader, type ReadableRepositories, readerName, TooManyRepositories } from "./decisions-access.ts";
@@ -56,6 +57,8 @@ export type DecisionsOptions = {
   /** Every read of a record is logged with its reader (never a token) and the record IDs. */
   readonly log?: Logger;
   readonly now?: () => number;
+  /** The keys whose signatures are accepted (the signing key first); null: nothing is signed (the public-key route is 404). */
+  readonly attestationKeys?: readonly VerificationKey[] | null;
 };
 
 /** A reader and what they may read: every repository (null) or these repository IDs. */
@@ -183,6 +186,46 @@ export function decisionsRoutes(options: DecisionsOptions) {
         },
       },
     )
+    .get(
+      "/api/decisions/:id/attestation",
+      ({ params, request }) =>
+        answer(async () => {
+          const who = await allowed(request);
+          if (who instanceof Response) return who;
+          const parsed = parseRecordId(params.id);
+          if (parsed === null) return problem(400, { error: "invalid_id", detail: "a record id is d<number> (a decision) or m<number> (a merge)" });
+          const record = await store.execute(() => readHistoryRecord(params.id as RecordId));
+          if (record === null || !may(who, record)) return NOT_FOUND();
+          const envelope = parsed.kind === "merge" ? await store.execute(() => readMergeAttestation(parsed.id)) : null;
+          if (envelope === null) {
+            return problem(404, { error: "no_attestation", detail: "only an approved merge is attested, by the service's signing key, once a checkpoint covers its record (within minutes)" });
+          }
+          logRead(who, [record.id]);
+          return new Response(envelope, { status: 200, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store, max-age=0", "x-content-type-options": "nosniff" } });
+        }),
+      {
+        detail: {
+          summary: "The signed statement of an approved merge",
+          description:
+            "A DSSE envelope (payloadType application/vnd.in-toto+json) of an in-toto Statement v1: subject the merge commit, predicate a SLSA verification summary (PASSED, ORG_SOURCE_CODE_OWNER_APPROVED, and ORG_SOURCE_BREAK_GLASS for an override) naming the rules and the merge and decision records with their digests. Verify it with the key of GET /api/attestations/public-key. 404 no_attestation: not an approved merge, not covered by a checkpoint yet, or no signing key. Needs a credential as the list does.",
+          tags: ["operator"],
+        },
+      },
+    )
+    .get("/api/attestations/public-key", () => {
+      const keys = options.attestationKeys ?? null;
+      if (keys === null || keys.length === 0) return problem(404, { error: "not_found", detail: "the service signs nothing: no SERVICE_ATTESTATION_KEY_FILE" });
+      return jsonResponse({
+        signing_key_id: keys[0]!.keyId,
+        keys: keys.map((key) => ({ key_id: key.keyId, algorithm: key.algorithm, pem: key.publicKey.export({ type: "spki", format: "pem" }).toString() })),
+      });
+    }, {
+      detail: {
+        summary: "The public keys that verify the service's attestations",
+        description: "The key that signs now (signing_key_id) and older keys still accepted after a rotation, each with its key ID (hex SHA-256 of its SubjectPublicKeyInfo) and PEM. No credential needed; 404 when nothing is signed.",
+        tags: ["operator"],
+      },
+    })
     .get("/decisions", servePage, { detail: { hide: true } })
     .get("/decisions/*", servePage, { detail: { hide: true } });
 }

@@ -2,12 +2,14 @@ import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forg
 import type { Logger } from "../observability/logger.ts";
 import {
   acquireElectionLease, type CheckpointOutcome, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneMergeGroupBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
-  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store, writeCheckpoint,
+  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, readMergesToAttest, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store, writeCheckpoint,
+  writeMergeAttestations,
 } from "../store/index.ts";
 import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { DEFAULT_DECISION_RETENTION_DAYS } from "../records/schema.ts";
 import { settleEnrollments } from "../records/enrollment.ts";
+import { type AttestationSettings, signCheckpoint, signMerge } from "../records/attest.ts";
 import { dueReason, sweepOffsetMs } from "./sweep.ts";
 import { type OpenPullItem, type RejectionReason, type Validated, validateClosedPullRequests, validateInstallations, validateOpenPullRequests, validateRepositories } from "./validate.ts";
 
@@ -91,6 +93,8 @@ export type AttemptDeps = {
   readonly metrics?: Pick<Metrics, "unapprovedMerges">;
   /** SERVICE_POLICY_PATH: the repository policy read at a merge's base commit for its enrollment (server/records/enrollment.ts). */
   readonly policyPath: string;
+  /** With a signing key (SERVICE_ATTESTATION_KEY_FILE): checkpoints are signed, and approved merges attested once covered. */
+  readonly attestation?: AttestationSettings;
 };
 
 export type AttemptSettings = {
@@ -381,6 +385,7 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   try {
     counts.pruned = await prune(deps, settings, interrupted);
     counts.checkpointed = await writeHistoryCheckpoint(deps, settings, interrupted);
+    await attestApprovedMerges(deps, settings, interrupted);
     try {
       const start = await store.execute(() => readHistoryStart());
       recoverSince = start === null ? null : Math.max(start, now() - MERGE_RECOVERY_WINDOW_MS);
@@ -467,7 +472,8 @@ async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettin
   interrupted();
   let outcome: CheckpointOutcome;
   try {
-    outcome = await deps.store.execute(() => writeCheckpoint(settings.lease, deps.clock.now()));
+    const sign = deps.attestation === undefined ? undefined : signCheckpoint(deps.attestation.signer);
+    outcome = await deps.store.execute(() => writeCheckpoint(settings.lease, deps.clock.now(), sign === undefined ? {} : { sign }));
   } catch (error) {
     deps.log.warn({ code: errorCode(error) }, "writing a checkpoint of the decision and merge records failed; the next attempt retries");
     return 0;
@@ -476,6 +482,30 @@ async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettin
   if (outcome.kind !== "written") return 0;
   deps.log.info({ checkpoint: outcome.checkpoint.id, records: outcome.checkpoint.count }, "checkpoint of the decision and merge records written");
   return outcome.checkpoint.count;
+}
+
+/**
+ * Signs the statements of approved merges that a checkpoint covers and that have none yet (records/attestation.ts), a
+ * bounded batch per attempt: database and signing work only, never on the publication path. A failure leaves them to the
+ * next attempt; a lost lease stops the attempt.
+ */
+async function attestApprovedMerges(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
+  const attestation = deps.attestation;
+  if (attestation === undefined) return 0;
+  interrupted();
+  try {
+    const merges = await deps.store.execute(() => readMergesToAttest());
+    if (merges.length === 0) return 0;
+    const verifiedAt = new Date(deps.clock.now()).toISOString();
+    const signed = merges.map((merge) => ({ mergeId: merge.id, keyId: attestation.signer.keyId, envelope: JSON.stringify(signMerge(attestation, merge, verifiedAt)) }));
+    if (!(await deps.store.execute(() => writeMergeAttestations(settings.lease, deps.clock.now(), signed)))) throw new Stop("lease_lost");
+    deps.log.info({ merges: signed.length }, "approved merges attested");
+    return signed.length;
+  } catch (error) {
+    if (error instanceof Stop) throw error;
+    deps.log.warn({ code: errorCode(error) }, "attesting approved merges failed; the next attempt retries");
+    return 0;
+  }
 }
 
 async function pruneBatches(deps: AttemptDeps, interrupted: () => void, what: string, batch: () => ReturnType<typeof pruneDeliveryBatch>): Promise<number> {

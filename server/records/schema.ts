@@ -196,6 +196,8 @@ export interface MergeRecord {
    * Added within schema version 1: absent from older records.
    */
   readonly merge_group_id?: `d${number}` | null;
+  /** In `service history export` only: the merge's signed statement (a DSSE envelope), when it is an attested approved merge. */
+  readonly attestation?: unknown;
 }
 
 /** A pull request of a merge group as the group's judgement took it. */

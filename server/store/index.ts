@@ -16,3 +16,4 @@ export * from "./ops/record-ops.ts";
 export * from "./ops/history-ops.ts";
 export * from "./ops/merge-group-ops.ts";
 export * from "./ops/checkpoint-ops.ts";
+export * from "./ops/attestation-ops.ts";

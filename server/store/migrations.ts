@@ -27,6 +27,8 @@ import pg0013 from "../../migrations/postgres/0013_merge_group_records.sql" with
 import lite0013 from "../../migrations/sqlite/0013_merge_group_records.sql" with { type: "text" };
 import pg0014 from "../../migrations/postgres/0014_record_digests.sql" with { type: "text" };
 import lite0014 from "../../migrations/sqlite/0014_record_digests.sql" with { type: "text" };
+import pg0015 from "../../migrations/postgres/0015_attestations.sql" with { type: "text" };
+import lite0015 from "../../migrations/sqlite/0015_attestations.sql" with { type: "text" };
 
 /**
  * The embedded migrations, in order. Files are never edited once landed: the runner stores each file's checksum and refuses
@@ -50,6 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "0012_merge_groups", postgres: pg0012, sqlite: lite0012 },
   { version: 13, name: "0013_merge_group_records", postgres: pg0013, sqlite: lite0013 },
   { version: 14, name: "0014_record_digests", postgres: pg0014, sqlite: lite0014 },
+  { version: 15, name: "0015_attestations", postgres: pg0015, sqlite: lite0015 },
 ];
 
 export const MIGRATION_HEAD = MIGRATIONS[MIGRATIONS.length - 1]!.name;

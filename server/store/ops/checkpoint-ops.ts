@@ -25,7 +25,8 @@ export const CHECKPOINT_INTERVAL_MS = 600_000;
 /** Records given their leaf per statement. */
 export const CHECKPOINT_BATCH = 5_000;
 
-export type WrittenCheckpoint = Checkpoint & { readonly hash: string };
+/** A checkpoint as stored: its hash, and its DSSE envelope (JSON) when a signing key was configured when it was written. */
+export type WrittenCheckpoint = Checkpoint & { readonly hash: string; readonly envelope?: string | null };
 export type CheckpointOutcome =
   | { readonly kind: "lost" }
   /** The last checkpoint is younger than the interval. */
@@ -56,10 +57,11 @@ export function checkpointOf(row: Row): WrittenCheckpoint {
   return {
     id: Number(row.id), createdAtMs: Number(row.created_at_ms), count: Number(row.record_count), root: String(row.root),
     previous: row.previous === null ? null : String(row.previous), hash: String(row.hash),
+    envelope: row.envelope === null || row.envelope === undefined ? null : String(row.envelope),
   };
 }
 
-const CHECKPOINT_COLUMNS = "id, created_at_ms, record_count, root, previous, hash";
+const CHECKPOINT_COLUMNS = "id, created_at_ms, record_count, root, previous, hash, envelope";
 
 export function* readLastCheckpoint(): Op<WrittenCheckpoint | null> {
   const row = yield* one(`select ${CHECKPOINT_COLUMNS} from history_checkpoints order by id desc limit 1`);
@@ -70,7 +72,10 @@ export function* readLastCheckpoint(): Op<WrittenCheckpoint | null> {
  * The reconciler's checkpoint (above), when due: fenced by its lease (renewed first). One transaction: on PostgreSQL the
  * lease row stays locked until it commits, so no other process can take the lease and write a checkpoint meanwhile.
  */
-export function* writeCheckpoint(lease: ElectionLease, now: number, options: { readonly intervalMs?: number; readonly batch?: number } = {}): Op<CheckpointOutcome> {
+export function* writeCheckpoint(
+  lease: ElectionLease, now: number,
+  options: { readonly intervalMs?: number; readonly batch?: number; /** The checkpoint's DSSE envelope (JSON), when a key signs. */ readonly sign?: (checkpoint: Checkpoint) => string } = {},
+): Op<CheckpointOutcome> {
   if (!(yield* renewElectionLease(lease, now))) return { kind: "lost" };
   const last = yield* readLastCheckpoint();
   if (last !== null && now - last.createdAtMs < (options.intervalMs ?? CHECKPOINT_INTERVAL_MS)) return { kind: "not_due", last };
@@ -95,11 +100,12 @@ export function* writeCheckpoint(lease: ElectionLease, now: number, options: { r
   if (tree.size === 0) return { kind: "nothing_new" };
   const checkpoint: Checkpoint = { id, createdAtMs: now, count: tree.size, root: toHex(tree.root()), previous: last?.hash ?? null };
   const hash = checkpointHash(checkpoint);
+  const envelope = options.sign?.(checkpoint) ?? null;
   yield* run(
-    `insert into history_checkpoints (${CHECKPOINT_COLUMNS}) values ($1, $2, $3, $4, $5, $6)`,
-    checkpoint.id, checkpoint.createdAtMs, checkpoint.count, checkpoint.root, checkpoint.previous, hash,
+    `insert into history_checkpoints (${CHECKPOINT_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7)`,
+    checkpoint.id, checkpoint.createdAtMs, checkpoint.count, checkpoint.root, checkpoint.previous, hash, envelope,
   );
-  return { kind: "written", checkpoint: { ...checkpoint, hash } };
+  return { kind: "written", checkpoint: { ...checkpoint, hash, envelope } };
 }
 
 /** The columns a verifier reads of a record: its digest's fields, its ID, digest and place. */

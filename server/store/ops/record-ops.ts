@@ -328,6 +328,8 @@ export function* pruneHistory(lease: ElectionLease, cutoffMs: number, now: numbe
   }
   // What the merge groups removed verified goes with them (a link from a kept merge record then names a pruned record).
   if (removed > 0) yield* run("delete from merge_group_verified where record_id in (select v.record_id from merge_group_verified v where not exists (select 1 from decision_records d where d.id = v.record_id) limit $1)", batchSize * 100);
+  // The signed statement of a pruned merge goes with it.
+  if (removed > 0) yield* run("delete from merge_attestations where merge_id in (select a.merge_id from merge_attestations a where not exists (select 1 from merge_records m where m.id = a.merge_id) limit $1)", batchSize);
   return removed;
 }
 
