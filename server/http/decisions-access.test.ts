@@ -32,6 +32,7 @@ function fakeUsers(calls: string[], fail = false): UserClient {
     "alice-token": { login: "alice", id: 1, repositories: [WEB.id] },
     "bob-token": { login: "bob", id: 2, repositories: [WEB.id, API.id] },
     "carol-token": { login: "carol", id: 3, repositories: Array.from({ length: MAX_READABLE_REPOSITORIES + 1 }, (_, i) => 1000 + i) },
+    "dan-token": { login: "dan", id: 4, repositories: [WEB.id] },
   };
   return {
     authorizationUrl: (state) => `https://forge.example/login/oauth/authorize?client_id=Iv1.abc&state=${state}`,
@@ -44,6 +45,8 @@ function fakeUsers(calls: string[], fail = false): UserClient {
     readableRepositoryIds: async (token) => {
       calls.push(`repositories ${people[token]!.login}`);
       if (fail) throw new Error("forge unreachable");
+      // dan's token was revoked on the forge (or expired): it answers 401.
+      if (token === "dan-token") throw Object.assign(new Error("Bad credentials"), { status: 401 });
       return people[token]!.repositories;
     },
   };
@@ -87,7 +90,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     return { app, get, lines, calls };
   }
   const listed = async (response: Response) => ((await response.json()) as { items: { id: string }[] }).items.map((item) => item.id);
-  const session = (login: "alice" | "bob" | "carol", id: number, at = Date.now(), secret = CLIENT_SECRET) =>
+  const session = (login: "alice" | "bob" | "carol" | "dan", id: number, at = Date.now(), secret = CLIENT_SECRET) =>
     `decisions_session=${new SessionCipher(secret).seal({ login, id, accessToken: `${login}-token` }, at)}`;
 
   test("with no credential configured the routes and the page answer 404, as if they did not exist", async () => {
@@ -170,7 +173,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     }
   });
 
-  test("when the forge does not answer what a person may read, nothing is read (503); more than a session filters by is 403", async () => {
+  test("when the forge does not answer what a person may read, nothing is read (503); more than a session filters by is 403; a revoked token is no session", async () => {
     const failing = rig({ signIn: true, failForge: true });
     const refused = await failing.get("/api/decisions", { cookie: session("alice", 1) });
     expect(refused.status).toBe(503);
@@ -179,6 +182,9 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     const many = await get("/api/decisions", { cookie: session("carol", 3) });
     expect(many.status).toBe(403);
     expect(await many.json()).toMatchObject({ error: "too_many_repositories" });
+    // A session whose forge token the forge no longer accepts is over: 401, and the page sends the person to sign in again.
+    expect((await get("/api/decisions", { cookie: session("dan", 4) })).status).toBe(401);
+    expect((await get("/decisions/", { cookie: session("dan", 4) })).headers.get("location")).toStartWith("/auth/sign-in");
   });
 
   test("the page sends a person without a session to sign in, and signing in sets a session cookie that is HttpOnly, Secure, SameSite=Lax and 8 hours long", async () => {

@@ -99,16 +99,19 @@ export function decisionsRoutes(options: DecisionsOptions) {
   async function allowed(request: Request): Promise<Allowed | Response> {
     if (!access.configured) return NOT_FOUND();
     const reader = access.reader(request, now());
-    if (reader === null) {
+    const unauthorized = () => {
       const refused = problem(401, { error: "unauthorized", detail: access.signInEnabled ? "present a bearer token, or sign in at /auth/sign-in" : "present a bearer token" });
       refused.headers.set("www-authenticate", 'Bearer realm="decision records"');
       return refused;
-    }
+    };
+    if (reader === null) return unauthorized();
     if (reader.kind === "token") return { reader, repositoryIds: null };
     try {
       return { reader, repositoryIds: (await options.readable!.of(reader, now())).repositoryIds };
     } catch (error) {
       if (error instanceof TooManyRepositories) return problem(403, { error: "too_many_repositories", detail: "you can read more repositories than a session filters by; use a bearer token" });
+      // The forge no longer accepts the person's token (expired or revoked): the session is over, sign in again.
+      if ((error as { status?: unknown } | null)?.status === 401) return unauthorized();
       options.log?.warn({ reader: readerName(reader), outcome: "forge_unanswered" }, "decision records: the forge did not say which repositories the reader may read");
       return problem(503, { error: "forge", detail: "the forge did not say which repositories you may read; try again" });
     }

@@ -489,22 +489,32 @@ async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettin
  * bounded batch per attempt: database and signing work only, never on the publication path. A failure leaves them to the
  * next attempt; a lost lease stops the attempt.
  */
+/** Batches of approved merges attested per reconciler attempt at most (each ATTEST_BATCH merges, store ops/attestation-ops.ts). */
+const MAX_ATTEST_BATCHES = 25;
+
 async function attestApprovedMerges(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
   const attestation = deps.attestation;
   if (attestation === undefined) return 0;
   interrupted();
+  let total = 0;
   try {
-    const merges = await deps.store.execute(() => readMergesToAttest());
-    if (merges.length === 0) return 0;
-    const verifiedAt = new Date(deps.clock.now()).toISOString();
-    const signed = merges.map((merge) => ({ mergeId: merge.id, keyId: attestation.signer.keyId, envelope: JSON.stringify(signMerge(attestation, merge, verifiedAt)) }));
-    if (!(await deps.store.execute(() => writeMergeAttestations(settings.lease, deps.clock.now(), signed)))) throw new Stop("lease_lost");
-    deps.log.info({ merges: signed.length }, "approved merges attested");
-    return signed.length;
+    // Batches until none is left or MAX_ATTEST_BATCHES were written (a backlog, after a key is first configured, catches up
+    // over a few attempts rather than holding one).
+    for (let batch = 0; batch < MAX_ATTEST_BATCHES; batch++) {
+      interrupted();
+      const merges = await deps.store.execute(() => readMergesToAttest());
+      if (merges.length === 0) break;
+      const verifiedAt = new Date(deps.clock.now()).toISOString();
+      const signed = merges.map((merge) => ({ mergeId: merge.id, keyId: attestation.signer.keyId, envelope: JSON.stringify(signMerge(attestation, merge, verifiedAt)) }));
+      if (!(await deps.store.execute(() => writeMergeAttestations(settings.lease, deps.clock.now(), signed)))) throw new Stop("lease_lost");
+      total += signed.length;
+    }
+    if (total > 0) deps.log.info({ merges: total }, "approved merges attested");
+    return total;
   } catch (error) {
     if (error instanceof Stop) throw error;
     deps.log.warn({ code: errorCode(error) }, "attesting approved merges failed; the next attempt retries");
-    return 0;
+    return total;
   }
 }
 
