@@ -148,7 +148,7 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   expect(new URL(page.url()).pathname).toBe("/login/oauth/authorize");
   await page.getByRole("button", { name: "Sign in as alice" }).click();
   await expect(page).toHaveURL(withPorts(recipe.decisionsPage, ports));
-  const session = (await context.cookies(serviceUrl())).find((c) => c.name === "decisions_session")!;
+  const session = (await context.cookies(serviceUrl())).find((c) => c.name === "__Host-decisions-session")!;
   expect({ httpOnly: session.httpOnly, secure: session.secure, sameSite: session.sameSite }).toEqual({ httpOnly: true, secure: true, sameSite: "Lax" });
   expect(session.expires * 1000 - Date.now()).toBeGreaterThan(8 * 3600_000 - 120_000);
   expect(session.expires * 1000 - Date.now()).toBeLessThanOrEqual(8 * 3600_000);
@@ -182,13 +182,13 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   // Without a session, with a forged one, or with one past its 8 hours (sealed with the App's real client secret), nothing.
   const secret = readFileSync(join(dir, recipe.files.clientSecret), "utf8").trim();
   const expired = new SessionCipher(secret).seal({ login: "alice", id: 1, accessToken: "ghu_old" }, Date.now() - 8 * 3600_000 - 1000);
-  for (const cookie of [undefined, "decisions_session=v1.Zm9yZ2VkLXNlc3Npb24tdGhhdC1uZXZlci1kZWNyeXB0cw", `decisions_session=${expired}`]) {
+  for (const cookie of [undefined, "__Host-decisions-session=v1.Zm9yZ2VkLXNlc3Npb24tdGhhdC1uZXZlci1kZWNyeXB0cw", `__Host-decisions-session=${expired}`]) {
     const answer = await fetch(`${serviceUrl()}/api/decisions`, { headers: cookie === undefined ? {} : { cookie } });
     expect({ cookie, status: answer.status }).toEqual({ cookie, status: 401 });
     expect(await answer.text()).not.toContain("acme/");
   }
   const stranger = await browser.newContext();
-  await stranger.addCookies([{ name: "decisions_session", value: expired, url: serviceUrl() }]);
+  await stranger.addCookies([{ name: "__Host-decisions-session", value: expired, url: serviceUrl() }]);
   const strangerPage = await stranger.newPage();
   await strangerPage.goto(`${serviceUrl()}/decisions/`);
   expect(new URL(strangerPage.url()).pathname).toBe("/login/oauth/authorize");

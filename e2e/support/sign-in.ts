@@ -1,7 +1,7 @@
 /**
  * Signs a person in to the service's decision records through the forge simulator's OAuth web flow, as a browser would
  * (the service's /auth/sign-in, the simulator's sign-in page and its "Sign in as" button, the service's /auth/callback), and
- * answers the session cookie (`decisions_session=…`) to send with reads. Works under Bun and Node (fetch only).
+ * answers the session cookie (`__Host-decisions-session=…`) to send with reads. Works under Bun and Node (fetch only).
  */
 export async function signInAs(serviceUrl: string, login: string): Promise<string> {
   const start = await fetch(`${serviceUrl}/auth/sign-in`, { redirect: "manual" });
@@ -13,7 +13,7 @@ export async function signInAs(serviceUrl: string, login: string): Promise<strin
   const confirmed = await fetch(new URL("/login/oauth/authorize", authorize), { method: "POST", body: new URLSearchParams({ ...hidden, login }), redirect: "manual" });
   if (confirmed.status !== 302) throw new Error(`the simulator's sign-in answered ${confirmed.status}`);
   const callback = await fetch(confirmed.headers.get("location")!, { headers: { cookie: stateCookie }, redirect: "manual" });
-  const session = callback.headers.getSetCookie().find((cookie) => cookie.startsWith("decisions_session=v1."));
+  const session = callback.headers.getSetCookie().find((cookie) => cookie.startsWith("__Host-decisions-session=v1."));
   if (callback.status !== 303 || session === undefined) throw new Error(`GET /auth/callback answered ${callback.status} without a session`);
   return session.split(";")[0]!;
 }

@@ -91,7 +91,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
   }
   const listed = async (response: Response) => ((await response.json()) as { items: { id: string }[] }).items.map((item) => item.id);
   const session = (login: "alice" | "bob" | "carol" | "dan", id: number, at = Date.now(), secret = CLIENT_SECRET) =>
-    `decisions_session=${new SessionCipher(secret).seal({ login, id, accessToken: `${login}-token` }, at)}`;
+    `__Host-decisions-session=${new SessionCipher(secret).seal({ login, id, accessToken: `${login}-token` }, at)}`;
 
   test("with no credential configured the routes and the page answer 404, as if they did not exist", async () => {
     const { get } = rig({ tokens: false });
@@ -162,9 +162,9 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     const good = session("bob", 2, now).split("=")[1]!;
     const flipped = `${good.slice(0, -2)}${good.at(-2) === "A" ? "B" : "A"}${good.at(-1)}`;
     for (const cookie of [
-      `decisions_session=${flipped}`,
-      "decisions_session=v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-      `decisions_session=${Buffer.from(JSON.stringify({ login: "bob", id: 2, token: "bob-token", exp: now + 1e9 })).toString("base64url")}`,
+      `__Host-decisions-session=${flipped}`,
+      "__Host-decisions-session=v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+      `__Host-decisions-session=${Buffer.from(JSON.stringify({ login: "bob", id: 2, token: "bob-token", exp: now + 1e9 })).toString("base64url")}`,
       session("bob", 2, now, "another-secret-0123456789abcdef0123456789"),
       session("bob", 2, now - SESSION_LIFETIME_MS - 1),
     ]) {
@@ -196,7 +196,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     expect(start.status).toBe(303);
     const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
     const stateCookie = start.headers.get("set-cookie")!;
-    expect(stateCookie).toMatch(/^decisions_sign_in=[^;]+; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
+    expect(stateCookie).toMatch(/^__Host-decisions-sign-in=[^;]+; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
     const cookie = stateCookie.split(";")[0]!;
     // Another state, or no state cookie (another browser), is refused before the code is used.
     expect((await get(`/auth/callback?code=code-alice&state=${state}x`, { cookie })).status).toBe(400);
@@ -205,18 +205,18 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     // A code the forge refuses: 502, no session.
     const refused = await get(`/auth/callback?code=code-mallory&state=${state}`, { cookie });
     expect(refused.status).toBe(502);
-    expect(refused.headers.getSetCookie().some((c) => c.startsWith("decisions_session=v1."))).toBe(false);
+    expect(refused.headers.getSetCookie().some((c) => c.startsWith("__Host-decisions-session=v1."))).toBe(false);
     const done = await get(`/auth/callback?code=code-alice&state=${state}`, { cookie });
     expect(done.status).toBe(303);
     expect(done.headers.get("location")).toBe("/decisions/?repository=acme/web");
     const set = done.headers.getSetCookie();
-    const sessionCookie = set.find((c) => c.startsWith("decisions_session="))!;
-    expect(sessionCookie).toMatch(/^decisions_session=v1\.[A-Za-z0-9_-]+; Path=\/; Max-Age=28800; HttpOnly; Secure; SameSite=Lax$/);
-    expect(set).toContain("decisions_sign_in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
+    const sessionCookie = set.find((c) => c.startsWith("__Host-decisions-session="))!;
+    expect(sessionCookie).toMatch(/^__Host-decisions-session=v1\.[A-Za-z0-9_-]+; Path=\/; Max-Age=28800; HttpOnly; Secure; SameSite=Lax$/);
+    expect(set).toContain("__Host-decisions-sign-in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
     expect(await listed(await get("/api/decisions", { cookie: sessionCookie.split(";")[0]! }))).toEqual([ids.webMerge, ids.web]);
     expect((await get("/decisions/", { cookie: sessionCookie.split(";")[0]! })).status).not.toBe(303);
     const out = await get("/auth/sign-out");
-    expect(out.headers.get("set-cookie")).toBe("decisions_session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
+    expect(out.headers.get("set-cookie")).toBe("__Host-decisions-session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
   });
 
   test("sign-in never sends a person elsewhere than the decisions page", async () => {

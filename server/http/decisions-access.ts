@@ -17,7 +17,7 @@ import { matchDecisionsToken } from "../config/decision-tokens.ts";
  * because the session must carry the token without a server-side table, and the cookie libraries at hand only sign.
  */
 
-export const SESSION_COOKIE = "decisions_session";
+export const SESSION_COOKIE = "__Host-decisions-session";
 /** How long a session lasts (the forge's user access tokens of an App last as long). */
 export const SESSION_LIFETIME_MS = 8 * 60 * 60 * 1000;
 /** A session cookie longer than this is not read (the browser's own limit is 4 KiB). */

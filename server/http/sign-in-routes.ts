@@ -15,7 +15,7 @@ import { cookieValue, type DecisionsAccess, SESSION_COOKIE, SESSION_LIFETIME_MS,
  * - GET /auth/sign-out: the session cookie is cleared.
  * Without the App's client ID and secret configured these routes answer 404.
  */
-const STATE_COOKIE = "decisions_sign_in";
+const STATE_COOKIE = "__Host-decisions-sign-in";
 const STATE_LIFETIME_SECONDS = 600;
 const NEXT = /^\/decisions(\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$/;
 
