@@ -21,7 +21,7 @@ export interface AppCredentials {
   /** The owner account's type as the forge names it ("Organization", "User"); null when the answer has none. */
   ownerType: string | null;
   clientId: string;
-  /** The OAuth client secret, when the forge sent one (the spec shows "any client secret"; the service never uses it). */
+  /** The OAuth client secret, when the forge sent one: people sign in with it (the App's OAuth web flow) to read decision records. */
   clientSecret: string | null;
   webhookSecret: string;
   /** The App private key, PEM. */

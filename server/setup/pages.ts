@@ -27,6 +27,7 @@ created; after you confirm, it sends you back here with the App's credentials, s
 <tr><th>Visibility</th><td>private</td></tr>
 <tr><th>Webhook URL</th><td><code id="webhook-url">${e(manifest.hook_attributes.url)}</code></td></tr>
 <tr><th>Redirect URL</th><td><code>${e(manifest.redirect_url)}</code></td></tr>
+${manifest.callback_urls.map((url) => `<tr><th>Sign-in callback URL</th><td><code id="sign-in-callback-url">${e(url)}</code></td></tr>`).join("\n")}
 </table>
 <h2>Repository permissions</h2>
 <table id="permissions">${permissions}</table>
@@ -78,7 +79,8 @@ export function successPage(input: SuccessPageInput): Response {
   const body = `
 <h1>App created: ${e(c.name)}</h1>
 <p class="warning"><strong>Save these values now.</strong> This page is shown once: the service keeps none of them, and the code
-in this address can be exchanged only once. Anyone with the private key or the webhook secret can act as this App.</p>
+in this address can be exchanged only once. Anyone with the private key or the webhook secret can act as this App; anyone with
+the client secret can make sessions that read decision records.</p>
 <table>
 <tr><th>App ID</th><td><code id="app-id">${c.id}</code></td></tr>
 <tr><th>Slug</th><td><code id="app-slug">${e(c.slug)}</code></td></tr>
@@ -92,7 +94,7 @@ ${c.clientSecret === null ? "" : secretBlock("client-secret", "Client secret (pe
 <p>Put the secrets in files readable only by the service's user (the file's final newline, if any, is ignored):</p>
 <pre id="file-layout">${e(`${SECRETS_DIRECTORY}/          mode 0700, owned by the service user
 ├── private-key.pem               the private key above, mode 0400
-├── webhook-secret                the webhook secret above, mode 0400${c.clientSecret === null ? "" : `
+${c.clientSecret === null ? "└── webhook-secret                the webhook secret above, mode 0400" : `├── webhook-secret                the webhook secret above, mode 0400
 └── client-secret                 the client secret above, mode 0400`}`)}</pre>
 <p>Then set these settings (keep your database and other settings as they are), and turn setup mode off:</p>
 ${secretBlock("service-settings", "Settings", settings, { file: "service.env", type: "text/plain" })}
