@@ -7,7 +7,7 @@ import pino from "pino";
 import { BACKENDS, openMigratedStore, type TestDatabase } from "../../e2e/support/databases.ts";
 import { seedDecision, seedMerge } from "../../e2e/support/decision-records.ts";
 import { loadConfig } from "../config/index.ts";
-import type { UserClient } from "../forge/user-client.ts";
+import { type UserClient, UserListingTooLong } from "../forge/user-client.ts";
 import { createBodyBudget } from "../ingress/index.ts";
 import { createMetrics } from "../observability/metrics.ts";
 import type { RecordId } from "../records/schema.ts";
@@ -33,6 +33,7 @@ function fakeUsers(calls: string[], fail = false): UserClient {
     "bob-token": { login: "bob", id: 2, repositories: [WEB.id, API.id] },
     "carol-token": { login: "carol", id: 3, repositories: Array.from({ length: MAX_READABLE_REPOSITORIES + 1 }, (_, i) => 1000 + i) },
     "dan-token": { login: "dan", id: 4, repositories: [WEB.id] },
+    "erin-token": { login: "erin", id: 5, repositories: [WEB.id] },
   };
   return {
     authorizationUrl: (state) => `https://forge.example/login/oauth/authorize?client_id=Iv1.abc&state=${state}`,
@@ -47,6 +48,8 @@ function fakeUsers(calls: string[], fail = false): UserClient {
       if (fail) throw new Error("forge unreachable");
       // dan's token was revoked on the forge (or expired): it answers 401.
       if (token === "dan-token") throw Object.assign(new Error("Bad credentials"), { status: 401 });
+      // erin reaches more installations or pages of repositories than the user client reads.
+      if (token === "erin-token") throw new UserListingTooLong("GET /user/installations: more than 11 pages");
       return people[token]!.repositories;
     },
   };
@@ -90,7 +93,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     return { app, get, lines, calls };
   }
   const listed = async (response: Response) => ((await response.json()) as { items: { id: string }[] }).items.map((item) => item.id);
-  const session = (login: "alice" | "bob" | "carol" | "dan", id: number, at = Date.now(), secret = CLIENT_SECRET) =>
+  const session = (login: "alice" | "bob" | "carol" | "dan" | "erin", id: number, at = Date.now(), secret = CLIENT_SECRET) =>
     `__Host-decisions-session=${new SessionCipher(secret).seal({ login, id, accessToken: `${login}-token` }, at)}`;
 
   test("with no credential configured the routes and the page answer 404, as if they did not exist", async () => {
@@ -185,6 +188,25 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     // A session whose forge token the forge no longer accepts is over: 401, and the page sends the person to sign in again.
     expect((await get("/api/decisions", { cookie: session("dan", 4) })).status).toBe(401);
     expect((await get("/decisions/", { cookie: session("dan", 4) })).headers.get("location")).toStartWith("/auth/sign-in");
+  });
+
+  test("a person whose repositories the forge lists at more length than a session reads is told to use a bearer token (403), not to try again", async () => {
+    const { get, lines } = rig({ signIn: true });
+    const refused = await get("/api/decisions", { cookie: session("erin", 5) });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: "too_many_repositories" });
+    expect(lines.join("")).not.toContain("decision records read");
+  });
+
+  test("a person who declines on the forge's sign-in page is told so, and no code is exchanged", async () => {
+    const { get, calls } = rig({ signIn: true });
+    const start = await get("/auth/sign-in");
+    const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
+    const declined = await get(`/auth/callback?error=access_denied&error_description=declined&state=${state}`, { cookie: start.headers.get("set-cookie")!.split(";")[0]! });
+    expect(declined.status).toBe(400);
+    expect(await declined.text()).toContain("The sign-in was declined on the forge");
+    expect(declined.headers.getSetCookie()).toEqual(["__Host-decisions-sign-in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"]);
+    expect(calls).toEqual([]);
   });
 
   test("the page sends a person without a session to sign in, and signing in sets a session cookie that is HttpOnly, Secure, SameSite=Lax and 8 hours long", async () => {

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Logger } from "../observability/logger.ts";
 import type { HistoryRecord, RecordId } from "../records/schema.ts";
 import type { VerificationKey } from "../records/attestation.ts";
+import { UserListingTooLong } from "../forge/user-client.ts";
 import { HistoryCursorError, listHistory, parseRecordId, readHistoryRecord, readMergeAttestation, type Store, StoreError } from "../store/index.ts";
 import { isQueryProblem, parseHistoryQuery } from "./decisions-query.ts";
 import { HistoryError, HistoryPageModel, HistoryRecordModel } from "./decisions-schemas.ts";
@@ -109,7 +110,8 @@ export function decisionsRoutes(options: DecisionsOptions) {
     try {
       return { reader, repositoryIds: (await options.readable!.of(reader, now())).repositoryIds };
     } catch (error) {
-      if (error instanceof TooManyRepositories) return problem(403, { error: "too_many_repositories", detail: "you can read more repositories than a session filters by; use a bearer token" });
+      // More repositories than a session filters by, or a listing longer than the user client reads: asking again will not help.
+      if (error instanceof TooManyRepositories || error instanceof UserListingTooLong) return problem(403, { error: "too_many_repositories", detail: "you can read more repositories than a session filters by; use a bearer token" });
       // The forge no longer accepts the person's token (expired or revoked): the session is over, sign in again.
       if ((error as { status?: unknown } | null)?.status === 401) return unauthorized();
       options.log?.warn({ reader: readerName(reader), outcome: "forge_unanswered" }, "decision records: the forge did not say which repositories the reader may read");

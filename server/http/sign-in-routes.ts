@@ -66,6 +66,11 @@ export function signInRoutes(options: SignInOptions) {
       const dot = kept?.indexOf(".") ?? -1;
       const keptState = kept === null || dot < 0 ? null : kept.slice(0, dot);
       const clearState = setCookie(STATE_COOKIE, "", 0);
+      // The forge sends the person back with an error instead of a code when they decline (or the App cannot be authorized).
+      if (query.has("error") && code === null) {
+        options.log?.info({ outcome: "declined" }, "sign-in refused");
+        return htmlPage(400, "Sign-in not completed", "The sign-in was declined on the forge. Start again from the decisions page.", { "set-cookie": clearState });
+      }
       if (code === null || state === null || keptState === null || !sameText(state, keptState) || code.length > 256) {
         options.log?.info({ outcome: "state_mismatch" }, "sign-in refused");
         return htmlPage(400, "Sign-in not completed", "This sign-in link is not this browser's, was used already or is older than ten minutes. Start again from the decisions page.", { "set-cookie": clearState });
