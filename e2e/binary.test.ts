@@ -64,6 +64,19 @@ describe("command line", () => {
     expect(result.stderr).toContain("SERVICE_DATABASE_URL: the embedded sqlite database is for single-process development only");
   });
 
+  test("serve with a decisions token file naming a reader twice, or none, stops at start naming the setting and the fault, never a token", () => {
+    const token = "reader-token-0123456789abcdef0123456789";
+    for (const [text, fault] of [[`ci:${token}\nci:${token}x\n`, "repeats the name ci"], [`:${token}\n`, "empty name"]] as const) {
+      const file = join(dir, "decisions-tokens");
+      writeFileSync(file, text);
+      const result = runBinary(["serve"], { SERVICE_DATABASE_URL: `sqlite:${join(dir, "tokens.db")}`, SERVICE_PORT: "0", SERVICE_HOST: "127.0.0.1", SERVICE_DECISIONS_TOKEN_FILE: file });
+      expect({ fault, exitCode: result.exitCode }).toEqual({ fault, exitCode: 2 });
+      expect(result.stderr).toContain("SERVICE_DECISIONS_TOKEN_FILE");
+      expect(result.stderr).toContain(fault);
+      expect(result.stdout + result.stderr).not.toContain(token);
+    }
+  });
+
   test("serve refuses an unmigrated database and does not create it", () => {
     const path = join(dir, "never.db");
     const result = runBinary(["serve"], { SERVICE_DATABASE_URL: `sqlite:${path}`, SERVICE_PORT: "0", SERVICE_HOST: "127.0.0.1" });
