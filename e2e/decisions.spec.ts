@@ -57,6 +57,8 @@ async function noViolations(page: Page, what: string) {
 test("search lists every record newest first, and narrows by repository, pull request and commit", async ({ page }, testInfo) => {
   await page.goto("/decisions/");
   await expect(rows(page)).toHaveCount(15);
+  // A token holder is nobody signed in: the page offers no sign-out.
+  await expect(page.getByTestId("session")).toHaveCount(0);
   expect(await recordLinks(page)).toEqual([
     seeded.notEnrolled.id, seeded.unconfirmedMerge.id, seeded.unconfirmed.id, seeded.hostile.id, seeded.overrideMerge.id, seeded.override.id, seeded.gadgets.id, seeded.bypass.id, seeded.failed.id, seeded.merged.id, seeded.approved.id,
     seeded.queueMerge.id, seeded.group.id, ...[...seeded.group.decisions].reverse(),

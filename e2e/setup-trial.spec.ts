@@ -155,6 +155,7 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   await expect(page.getByTestId("results").locator("tbody tr")).toHaveCount(2);
   await expect(page.getByTestId("results")).toContainText("success");
   await expect(page.getByTestId("results")).toContainText("failure");
+  await expect(page.getByTestId("session")).toHaveText("Signed in as alice · Sign out");
 
   const deliveries = (await (await fetch(`http://127.0.0.1:${ports.forge}/_control/deliveries`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as Array<{ url: string; status: number | null; event: string }>;
   const toService = deliveries.filter((d) => d.url === `${serviceUrl()}/webhooks/forge`);
@@ -178,6 +179,14 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   await page.goto(`${serviceUrl()}/decisions/`);
   await expect(page.getByTestId("results").locator("tbody tr")).toHaveCount(2);
   await expect(page.getByTestId("results")).not.toContainText("acme/api");
+  await expect(carolPage.getByTestId("session")).toContainText("Signed in as carol");
+
+  // alice signs out from the page: her session cookie is gone, and the page sends her to sign in again.
+  await page.getByRole("link", { name: "Sign out" }).click();
+  await expect(page.locator("#message")).toHaveText("You are signed out of the decision records.");
+  expect((await context.cookies(serviceUrl())).some((c) => c.name === "__Host-decisions-session")).toBe(false);
+  await page.goto(`${serviceUrl()}/decisions/`);
+  expect(new URL(page.url()).pathname).toBe("/login/oauth/authorize");
 
   // Without a session, with a forged one, or with one past its 8 hours (sealed with the App's real client secret), nothing.
   const secret = readFileSync(join(dir, recipe.files.clientSecret), "utf8").trim();

@@ -12,7 +12,7 @@ import { createMetrics } from "../observability/metrics.ts";
 import type { RecordId } from "../records/schema.ts";
 import { type Store, StoreError } from "../store/index.ts";
 import { createApp } from "./app.ts";
-import { decisionsAccess } from "./decisions-access.ts";
+import { decisionsAccess, ReadableRepositories, SESSION_COOKIE, SessionCipher } from "./decisions-access.ts";
 import { parseHistoryQuery, parseHistoryTime } from "./decisions-query.ts";
 import { DECISIONS_CSP, decisionsRoutes } from "./decisions-routes.ts";
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
   ids.bypass = await seedMerge(store, Date.parse("2026-11-21T11:00:00Z"), { pull: 8, head: "b".repeat(40), mergeCommit: "e".repeat(40) });
   ids.other = await seedDecision(store, Date.parse("2026-11-22T10:00:00Z"), { repository: { id: 41, full_name: "acme/api" }, breakGlass: true });
   dir = mkdtempSync(join(tmpdir(), "decisions-page-"));
-  writeFileSync(join(dir, "index.html"), '<!doctype html><head><meta name="forge-web-url" content=""><meta name="playground" content=""></head><title>decisions</title>');
+  writeFileSync(join(dir, "index.html"), '<!doctype html><head><meta name="forge-web-url" content=""><meta name="playground" content=""><meta name="signed-in" content=""></head><title>decisions</title>');
   writeFileSync(join(dir, "page-abc.js"), "console.log(1)");
   writeFileSync(join(dir, "tokens"), `auditor:${AUDITOR_TOKEN}\n`);
 });
@@ -205,6 +205,17 @@ describe("the decisions page", () => {
     const offHtml = await off.text();
     expect(offHtml).toContain('<meta name="playground" content="disabled">');
     expect(offHtml).toContain('content="&quot;&gt;&lt;script&gt;"');
+  });
+
+  test("the page names the person signed in, so it can offer them sign-out; a token holder's page names nobody", async () => {
+    const secret = "client-secret-0123456789abcdef0123456789";
+    const access = decisionsAccess({ tokens: parseDecisionsTokens(`auditor:${AUDITOR_TOKEN}`), clientSecret: secret });
+    const routes = decisionsRoutes({ store, forgeWebUrl: "", playgroundEnabled: true, assets: assets(), access, readable: new ReadableRepositories(async () => []) });
+    const cookie = `${SESSION_COOKIE}=${new SessionCipher(secret).seal({ login: "alice", id: 1, accessToken: "alice-token" }, Date.now())}`;
+    const person = await (await routes.handle(new Request("http://localhost/decisions/", { headers: { cookie } }))).text();
+    expect(person).toContain('<meta name="signed-in" content="alice">');
+    const holder = await (await routes.handle(new Request("http://localhost/decisions/", { headers: { authorization: `Bearer ${AUDITOR_TOKEN}` } }))).text();
+    expect(holder).toContain('<meta name="signed-in" content="">');
   });
 
   test("hashed assets are cached; an unknown path is 404, never the page; the bare path redirects", async () => {

@@ -82,11 +82,15 @@ function attribute(value: string): string {
   return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-/** The page's settings, written into its index.html as meta elements it reads on load (the page asks nothing else). */
-export function decisionsIndex(html: string, options: Pick<DecisionsOptions, "forgeWebUrl" | "playgroundEnabled">): string {
+/**
+ * The page's settings, written into its index.html as meta elements it reads on load (the page asks nothing else): the
+ * forge's web origin, whether the playground is served, and the login of the person signed in (the page offers them sign-out).
+ */
+export function decisionsIndex(html: string, options: Pick<DecisionsOptions, "forgeWebUrl" | "playgroundEnabled"> & { readonly signedIn?: string | null }): string {
   return html
     .replace('<meta name="forge-web-url" content="">', `<meta name="forge-web-url" content="${attribute(options.forgeWebUrl)}">`)
-    .replace('<meta name="playground" content="">', `<meta name="playground" content="${options.playgroundEnabled ? "enabled" : "disabled"}">`);
+    .replace('<meta name="playground" content="">', `<meta name="playground" content="${options.playgroundEnabled ? "enabled" : "disabled"}">`)
+    .replace('<meta name="signed-in" content="">', `<meta name="signed-in" content="${attribute(options.signedIn ?? "")}">`);
 }
 
 const NOT_FOUND = () => problem(404, { error: "not_found" });
@@ -130,7 +134,8 @@ export function decisionsRoutes(options: DecisionsOptions) {
       const url = new URL(request.url);
       return new Response(null, { status: 303, headers: { location: `/auth/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`, "cache-control": "no-store" } });
     }
-    return serveStaticPage(page, new URL(request.url).pathname);
+    const signedIn = who.reader.kind === "person" ? who.reader.login : null;
+    return serveStaticPage({ ...page, index: (html) => decisionsIndex(html, { ...options, signedIn }) }, new URL(request.url).pathname);
   };
   return new Elysia({ name: "decisions" })
     .get(

@@ -14,11 +14,12 @@ import { listRecords, readRecord, searchQuery, type ApiError } from "./api.ts";
 import { type Handoff, handoffOf, playgroundHref } from "./handoff.ts";
 import { blobUrl, commitUrl, forgeOrigin, pullUrl } from "./links.ts";
 
-export type PageSettings = { readonly web: string | null; readonly playground: boolean };
+/** `signedIn`: the forge login of the person signed in, or null (a token holder, or a page outside the service). */
+export type PageSettings = { readonly web: string | null; readonly playground: boolean; readonly signedIn?: string | null };
 
 export function readSettings(doc: Document): PageSettings {
   const meta = (name: string) => doc.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? "";
-  return { web: forgeOrigin(meta("forge-web-url")), playground: meta("playground") === "enabled" };
+  return { web: forgeOrigin(meta("forge-web-url")), playground: meta("playground") === "enabled", signedIn: meta("signed-in") || null };
 }
 
 const short = (sha: string | null) => (sha === null ? "none" : sha.slice(0, 12));
@@ -453,6 +454,9 @@ export function App(props: { settings: PageSettings; search: string }) {
     <>
       <header>
         <p className="brand"><a href="./">Decisions</a> <span className="muted">of the code-owner approval check</span></p>
+        {props.settings.signedIn ? (
+          <p className="session" data-testid="session">Signed in as <strong>{props.settings.signedIn}</strong> · <a href="/auth/sign-out">Sign out</a></p>
+        ) : null}
       </header>
       <main>
         {id !== null ? <RecordPage id={id} settings={props.settings} /> : (
