@@ -197,8 +197,12 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
     expect(await answer.text()).not.toContain("acme/");
   }
   const stranger = await browser.newContext();
-  await stranger.addCookies([{ name: "__Host-decisions-session", value: expired, url: serviceUrl() }]);
   const strangerPage = await stranger.newPage();
+  // The browser's devtools protocol refuses a __Host- cookie for an http:// address (addCookies), though the page's origin, a
+  // loopback one, may set it: the expired session is planted by the page itself, as a script on this origin could.
+  await strangerPage.goto(`${serviceUrl()}/health/live`);
+  await strangerPage.evaluate((value) => { document.cookie = `__Host-decisions-session=${value}; Path=/; Secure; SameSite=Lax`; }, expired);
+  expect((await stranger.cookies(serviceUrl())).map((c) => c.name)).toEqual(["__Host-decisions-session"]);
   await strangerPage.goto(`${serviceUrl()}/decisions/`);
   expect(new URL(strangerPage.url()).pathname).toBe("/login/oauth/authorize");
   expect(external).toEqual([]);
