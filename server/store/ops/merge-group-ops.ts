@@ -1,7 +1,7 @@
 import { encodeRecordBody, type MergeGroupRecordBody } from "../../records/codec.ts";
 import { all, batch, type Dialect, dialect, lone, one, type Op, query, run } from "../op.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
-import { recordDigestSql } from "./record-digest.ts";
+import { digestStatement, recordDigestSql } from "./record-digest.ts";
 import { MERGE_INTO_LIVE_ROW, type RepositoryRef, retainDelivery } from "./work-rows.ts";
 
 /**
@@ -268,7 +268,7 @@ function groupRecordQuery(input: RepositoryRef & { readonly headSha: string; rea
     "run",
     `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
        pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body, record_sha256)
-     values ($1, $2, $3, 0, $4, $5, $6, null, $7, false, $8, $8, $9, $10, ${recordDigestSql("decision", which, (column) => GROUP_RECORD_VALUES[column]!)})
+     values ($1, $2, $3, 0, $4, $5, $6, null, $7, false, $8, $8, $9, $10, ${digestStatement(`group-record-digest:${which}`, () => recordDigestSql("decision", which, (column) => GROUP_RECORD_VALUES[column]!))})
      on conflict (repository_id, head_sha, shared_generation, digest) do nothing`,
     input.installationId, input.repositoryId, record.body.repository.full_name, input.headSha, record.sharedGeneration, record.digest,
     record.body.conclusion, input.now, encoded.size, Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength),

@@ -37,3 +37,18 @@ export function recordDigestSql(kind: RecordKind, dialect: Dialect, value: (colu
 export function storedRecordDigestSql(kind: RecordKind, dialect: Dialect, alias: string, replaced: Readonly<Record<string, string>> = {}): string {
   return recordDigestSql(kind, dialect, (column) => replaced[column] ?? `${alias}.${column}`);
 }
+
+const built = new Map<string, string>();
+
+/**
+ * A statement that carries a digest expression, built once per key (its kind, dialect and placeholders) and reused: the
+ * expressions are long and fixed, and building them on every write would cost the worker CPU on each publication.
+ */
+export function digestStatement(key: string, build: () => string): string {
+  let sql = built.get(key);
+  if (sql === undefined) {
+    sql = build();
+    built.set(key, sql);
+  }
+  return sql;
+}

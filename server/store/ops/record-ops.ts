@@ -2,7 +2,7 @@ import { type DecisionRecordBody, encodeRecordBody } from "../../records/codec.t
 import { all, batch, type Dialect, dialect, lone, one, type Op, type Query, query, run } from "../op.ts";
 import { BEGIN_CHECK_WRITE_SQL, REMEMBER_HEAD_CHECK_SQL, rememberHeadCheckParams, SETTLE_CHECK_DIGEST_SQL } from "./published-ops.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
-import { recordDigestSql, storedRecordDigestSql } from "./record-digest.ts";
+import { digestStatement, recordDigestSql, storedRecordDigestSql } from "./record-digest.ts";
 
 /**
  * The write side of decision records and merge records (DESIGN 3.10, issue 28; migration 0008). The readers are
@@ -56,6 +56,10 @@ const ADOPTED = ["pull_number", "conclusion", "break_glass", "body_bytes", "body
  * values it writes, and recomputed by an adoption from the record as it becomes.
  */
 function insertDecisionSql(dialect: Dialect): string {
+  return digestStatement(`insert-decision:${dialect}`, () => buildInsertDecisionSql(dialect));
+}
+
+function buildInsertDecisionSql(dialect: Dialect): string {
   const adopted = Object.fromEntries(ADOPTED.map((column) => [column, `excluded.${column}`]));
   return `insert into decision_records (installation_id, repository_id, repository_full_name, pull_number, head_sha, shared_generation, digest,
        pending_token, conclusion, break_glass, published_at_ms, confirmed_at_ms, body_bytes, body, record_sha256)
@@ -118,8 +122,8 @@ export function* recordPendingDecision(record: PendingDecision, alongside?: Pend
 
 /** The confirmation of the record carrying a token: `$now` is its time's parameter; the digest is recomputed with it. */
 function confirmDecisionSql(dialect: Dialect, now: string): string {
-  return `update decision_records set confirmed_at_ms = ${now}, record_sha256 = ${storedRecordDigestSql("decision", dialect, "decision_records", { confirmed_at_ms: now })}
-     where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null`;
+  return digestStatement(`confirm-decision:${dialect}:${now}`, () => `update decision_records set confirmed_at_ms = ${now}, record_sha256 = ${storedRecordDigestSql("decision", dialect, "decision_records", { confirmed_at_ms: now })}
+     where repository_id = $1 and head_sha = $2 and pending_token = $3 and confirmed_at_ms is null`);
 }
 
 /**
@@ -207,6 +211,10 @@ const MERGE_COLUMNS = [
 ];
 
 function mergeInsertSql(dialect: Dialect): string {
+  return digestStatement(`insert-merge:${dialect}`, () => buildMergeInsertSql(dialect));
+}
+
+function buildMergeInsertSql(dialect: Dialect): string {
   const digest = storedRecordDigestSql("merge", dialect, "v", { enrollment: "null", settled_at_ms: "null" });
   return `insert into merge_records (${MERGE_COLUMNS.join(", ")}, record_sha256)
      select ${MERGE_COLUMNS.map((column) => `v.${column}`).join(", ")}, ${digest} from (
@@ -293,13 +301,14 @@ export function* readMergesAwaitingEnrollment(of: { readonly repositoryId: numbe
  * keeps when the merge was settled and its digest as it becomes (final: a checkpoint may cover it from then on).
  */
 export function* settleMergeEnrollment(id: number, enrollment: "enrolled" | "not_enrolled", now: number): Op<{ readonly unapproved: boolean } | null> {
-  const unapproved = "case when CAST($2 AS text) = 'not_enrolled' then false else merge_records.unapproved end";
-  const digest = storedRecordDigestSql("merge", yield* dialect(), "merge_records", { enrollment: "CAST($2 AS text)", unapproved, settled_at_ms: "CAST($3 AS bigint)" });
-  const row = yield* lone(one<{ unapproved: unknown }>(
-    `update merge_records set enrollment = CAST($2 AS text), unapproved = ${unapproved}, settled_at_ms = CAST($3 AS bigint), record_sha256 = ${digest}
-     where id = $1 and enrollment is null returning unapproved`,
-    id, enrollment, now,
-  ));
+  const which = yield* dialect();
+  const sql = digestStatement(`settle-merge:${which}`, () => {
+    const unapproved = "case when CAST($2 AS text) = 'not_enrolled' then false else merge_records.unapproved end";
+    const digest = storedRecordDigestSql("merge", which, "merge_records", { enrollment: "CAST($2 AS text)", unapproved, settled_at_ms: "CAST($3 AS bigint)" });
+    return `update merge_records set enrollment = CAST($2 AS text), unapproved = ${unapproved}, settled_at_ms = CAST($3 AS bigint), record_sha256 = ${digest}
+     where id = $1 and enrollment is null returning unapproved`;
+  });
+  const row = yield* lone(one<{ unapproved: unknown }>(sql, id, enrollment, now));
   return row === null ? null : { unapproved: row.unapproved === true || Number(row.unapproved) === 1 };
 }
 
