@@ -126,6 +126,17 @@ export function decisionsRoutes(options: DecisionsOptions) {
     if (ids.length > 0) options.log?.info({ reader: readerName(who.reader), records: ids }, "decision records read");
   };
   const may = (who: Allowed, record: Pick<HistoryRecord, "repository">) => who.repositoryIds === null || who.repositoryIds.has(record.repository.id);
+  /** The record `id` names, when the request's reader may read it; else the answer that refuses. */
+  async function readable(request: Request, id: string) {
+    const who = await allowed(request);
+    if (who instanceof Response) return who;
+    const parsed = parseRecordId(id);
+    if (parsed === null) return problem(400, { error: "invalid_id", detail: "a record id is d<number> (a decision) or m<number> (a merge)" });
+    const record = await store.execute(() => readHistoryRecord(id as RecordId));
+    // A record of a repository the reader may not read is answered as one that does not exist.
+    if (record === null || !may(who, record)) return NOT_FOUND();
+    return { who, record, parsed };
+  }
 
   const servePage = async ({ request }: { request: Request }) => {
     const who = await allowed(request);
@@ -177,15 +188,10 @@ export function decisionsRoutes(options: DecisionsOptions) {
       "/api/decisions/:id",
       ({ params, request }) =>
         answer(async () => {
-          const who = await allowed(request);
-          if (who instanceof Response) return who;
-          const parsed = parseRecordId(params.id);
-          if (parsed === null) return problem(400, { error: "invalid_id", detail: "a record id is d<number> (a decision) or m<number> (a merge)" });
-          const record = await store.execute(() => readHistoryRecord(params.id as RecordId));
-          // A record of a repository the reader may not read is answered as one that does not exist.
-          if (record === null || !may(who, record)) return NOT_FOUND();
-          logRead(who, [record.id]);
-          return jsonResponse(record);
+          const found = await readable(request, params.id);
+          if (found instanceof Response) return found;
+          logRead(found.who, [found.record.id]);
+          return jsonResponse(found.record);
         }),
       {
         response: { 200: HistoryRecordModel, 400: HistoryError, 401: HistoryError, 403: HistoryError, 404: HistoryError, 503: HistoryError },
@@ -200,12 +206,9 @@ export function decisionsRoutes(options: DecisionsOptions) {
       "/api/decisions/:id/attestation",
       ({ params, request }) =>
         answer(async () => {
-          const who = await allowed(request);
-          if (who instanceof Response) return who;
-          const parsed = parseRecordId(params.id);
-          if (parsed === null) return problem(400, { error: "invalid_id", detail: "a record id is d<number> (a decision) or m<number> (a merge)" });
-          const record = await store.execute(() => readHistoryRecord(params.id as RecordId));
-          if (record === null || !may(who, record)) return NOT_FOUND();
+          const found = await readable(request, params.id);
+          if (found instanceof Response) return found;
+          const { who, record, parsed } = found;
           const envelope = parsed.kind === "merge" ? await store.execute(() => readMergeAttestation(parsed.id)) : null;
           if (envelope === null) {
             return problem(404, { error: "no_attestation", detail: "only an approved merge is attested, by the service's signing key, once a checkpoint covers its record (within minutes)" });
