@@ -306,7 +306,7 @@ export async function runHistoryExport(args: readonly string[], config: Config, 
       const mergeIds = batch.records.flatMap((record) => (record.kind === "merge" ? [Number(record.id.slice(1))] : []));
       const envelopes = mergeIds.length === 0 ? new Map<number, string>() : await store.execute(() => readMergeAttestations(mergeIds));
       if (envelopes.size === 0) return batch;
-      return { ...batch, records: batch.records.map((record) => record.kind === "merge" && envelopes.has(Number(record.id.slice(1))) ? { ...record, attestation: JSON.parse(envelopes.get(Number(record.id.slice(1)))!) as Envelope } : record) };
+      return { ...batch, records: batch.records.map((record) => record.kind === "merge" && envelopes.has(Number(record.id.slice(1))) ? { ...record, attestation: envelopeOf(envelopes.get(Number(record.id.slice(1)))!) } : record) };
     }, sink));
     out.stderr(`exported ${count} records`);
     return EXIT_OK;
@@ -342,6 +342,15 @@ export function parseVerifyArgs(args: readonly string[]): VerifyArgs | string {
 
 /** How often `history verify` says how far it got, on stderr. */
 const VERIFY_PROGRESS_MS = 2_000;
+
+/** A stored envelope as the export writes it: its JSON, or the stored text itself when it is not JSON (a verifier then names it). */
+function envelopeOf(stored: string): Envelope | string {
+  try {
+    return JSON.parse(stored) as Envelope;
+  } catch {
+    return stored;
+  }
+}
 
 /** `service history verify [--since CHECKPOINT|DATE]`. */
 export async function runHistoryVerify(args: readonly string[], config: Config, rawOut: HistoryOutput, deps: HistoryDeps = {}): Promise<number> {

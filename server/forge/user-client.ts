@@ -24,7 +24,11 @@ export class UserListingTooLong extends Error {
 async function boundedFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
   const response = await fetch(input, { ...init, redirect: "error", signal: AbortSignal.timeout(TIMEOUT_MS) });
   const text = await boundedText(response, "user request", MAX_PAGE_BYTES);
-  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+  // The body is decoded text now: its transfer headers no longer describe it.
+  const headers = new Headers(response.headers);
+  headers.delete("content-encoding");
+  headers.delete("content-length");
+  return new Response(text, { status: response.status, statusText: response.statusText, headers });
 }
 
 export type ForgeUser = { readonly login: string; readonly id: number };
