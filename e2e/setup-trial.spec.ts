@@ -182,7 +182,7 @@ test("the documented rehearsal: setup over loopback HTTP, the App created on the
   await expect(carolPage.getByTestId("session")).toContainText("Signed in as carol");
 
   // alice signs out from the page: her session cookie is gone, and the page sends her to sign in again.
-  await page.getByRole("link", { name: "Sign out" }).click();
+  await page.getByRole("button", { name: "Sign out" }).click();
   await expect(page.locator("#message")).toHaveText("You are signed out of the decision records.");
   expect((await context.cookies(serviceUrl())).some((c) => c.name === "__Host-decisions-session")).toBe(false);
   await page.goto(`${serviceUrl()}/decisions/`);

@@ -210,7 +210,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
   });
 
   test("the page sends a person without a session to sign in, and signing in sets a session cookie that is HttpOnly, Secure, SameSite=Lax and 8 hours long", async () => {
-    const { get, calls } = rig({ signIn: true });
+    const { app, get, calls } = rig({ signIn: true });
     const page = await get("/decisions/?repository=acme/web");
     expect(page.status).toBe(303);
     expect(page.headers.get("location")).toBe(`/auth/sign-in?next=${encodeURIComponent("/decisions/?repository=acme/web")}`);
@@ -237,7 +237,16 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     expect(set).toContain("__Host-decisions-sign-in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
     expect(await listed(await get("/api/decisions", { cookie: sessionCookie.split(";")[0]! }))).toEqual([ids.webMerge, ids.web]);
     expect((await get("/decisions/", { cookie: sessionCookie.split(";")[0]! })).status).not.toBe(303);
-    const out = await get("/auth/sign-out");
+    // Signing out is a POST from the service's own page; a link or another site's form signs nobody out.
+    const signOut = (headers: Record<string, string>) => app.handle(new Request("http://localhost/auth/sign-out", { method: "POST", headers }));
+    expect((await get("/auth/sign-out")).headers.get("set-cookie")).toBeNull();
+    const foreign: Record<string, string>[] = [{ "sec-fetch-site": "cross-site", origin: "https://evil.example" }, { origin: "https://evil.example", host: "localhost" }, { "sec-fetch-site": "same-site", host: "localhost" }];
+    for (const headers of foreign) {
+      const refused = await signOut(headers);
+      expect({ headers, status: refused.status, cookie: refused.headers.get("set-cookie") }).toEqual({ headers, status: 403, cookie: null });
+    }
+    const out = await signOut({ "sec-fetch-site": "same-origin", origin: "http://localhost", host: "localhost" });
+    expect(out.status).toBe(200);
     expect(out.headers.get("set-cookie")).toBe("__Host-decisions-session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
   });
 

@@ -12,7 +12,7 @@ import { cookieValue, type DecisionsAccess, SESSION_COOKIE, SESSION_LIFETIME_MS,
  * - GET /auth/callback?code&state: the state must equal the cookie's (one browser, one attempt, ten minutes); the code is
  *   exchanged for the person's user access token, GET /user names them, and the session cookie (decisions-access.ts) is set
  *   for 8 hours; then back to `next` (only a path under /decisions/, never another site);
- * - GET /auth/sign-out: the session cookie is cleared.
+ * - POST /auth/sign-out (from the service's own pages only; GET shows its button): the session cookie is cleared.
  * Without the App's client ID and secret configured these routes answer 404.
  */
 const STATE_COOKIE = "__Host-decisions-sign-in";
@@ -97,6 +97,19 @@ export function signInRoutes(options: SignInOptions) {
     }, { detail: { hide: true } })
     .get("/auth/sign-out", () => {
       if (!enabled) return notFound();
+      // A page with the button: signing out is a POST, so that another site cannot sign a person out with a link or an image.
+      const body = `<h1>Sign out</h1>\n<form method="post" action="/auth/sign-out"><button type="submit">Sign out of the decision records</button></form>`;
+      return new Response(page("Sign out", body), { status: 200, headers: setupHeaders(contentSecurityPolicy({ formAction: "'self'" })) });
+    }, { detail: { hide: true } })
+    .post("/auth/sign-out", ({ request }) => {
+      if (!enabled) return notFound();
+      // Only from this service's own pages: a browser says where a form post comes from (Sec-Fetch-Site, Origin).
+      const site = request.headers.get("sec-fetch-site");
+      const origin = request.headers.get("origin");
+      const host = request.headers.get("host");
+      if ((site !== null && site !== "same-origin") || (origin !== null && (host === null || new URL(origin).host !== host))) {
+        return htmlPage(403, "Not signed out", "Signing out is done from the decisions page of this service.");
+      }
       return htmlPage(200, "Signed out", "You are signed out of the decision records.", { "set-cookie": setCookie(SESSION_COOKIE, "", 0) });
     }, { detail: { hide: true } });
 }

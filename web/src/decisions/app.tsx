@@ -455,7 +455,7 @@ export function App(props: { settings: PageSettings; search: string }) {
       <header>
         <p className="brand"><a href="./">Decisions</a> <span className="muted">of the code-owner approval check</span></p>
         {props.settings.signedIn ? (
-          <p className="session" data-testid="session">Signed in as <strong>{props.settings.signedIn}</strong> · <a href="/auth/sign-out">Sign out</a></p>
+          <form className="session" data-testid="session" method="post" action="/auth/sign-out">Signed in as <strong>{props.settings.signedIn}</strong> · <button type="submit">Sign out</button></form>
         ) : null}
       </header>
       <main>
