@@ -12,6 +12,10 @@ const FILES: Record<string, string> = {
   "/run/secrets/db-url": "postgresql://svc:pw@db.internal:5432/service?sslmode=verify-full&sslrootcert=/run/secrets/ca.pem\n",
   "/run/secrets/not-a-key": "hello",
   "/run/secrets/decisions-tokens": `auditor:${"t".repeat(40)}\n`,
+  "/run/secrets/attestation-ed25519": generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  "/run/secrets/attestation-p384": generateKeyPairSync("ec", { namedCurve: "secp384r1" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  "/run/secrets/attestation-encrypted": generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase: "pw" }).toString(),
+  "/run/secrets/attestation-truncated": generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString().replace(/\n[^-]+\n/, "\nAAAA\n"),
   "/run/secrets/decisions-dup": `auditor:${"t".repeat(40)}\nauditor:${"u".repeat(40)}\n`,
 };
 const io = {
@@ -151,6 +155,14 @@ describe("production validation rejects", () => {
     ["a non-numeric App ID", { SERVICE_FORGE_APP_ID: "12ab" }, "SERVICE_FORGE_APP_ID", /positive integer/],
     ["a missing private key", { SERVICE_FORGE_PRIVATE_KEY_FILE: undefined }, "SERVICE_FORGE_PRIVATE_KEY_FILE", /required in production/],
     ["a file that is not a private key", { SERVICE_FORGE_PRIVATE_KEY_FILE: "/run/secrets/not-a-key" }, "SERVICE_FORGE_PRIVATE_KEY_FILE", /RSA private key/],
+    ["an attestation key file that is not a key", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/not-a-key" }, "SERVICE_ATTESTATION_KEY_FILE", /holds no PEM private key/],
+    ["a malformed attestation key", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/attestation-truncated" }, "SERVICE_ATTESTATION_KEY_FILE", /cannot be read \(malformed or truncated\)/],
+    ["an RSA attestation key", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/key.pem" }, "SERVICE_ATTESTATION_KEY_FILE", /must be Ed25519 or ECDSA P-256/],
+    ["a P-384 attestation key", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/attestation-p384" }, "SERVICE_ATTESTATION_KEY_FILE", /must be on curve P-256/],
+    ["an encrypted attestation key", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/attestation-encrypted" }, "SERVICE_ATTESTATION_KEY_FILE", /encrypted/],
+    ["an unreadable attestation key file", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/absent" }, "SERVICE_ATTESTATION_KEY_FILE", /cannot be read/],
+    ["older public keys without a signing key", { SERVICE_ATTESTATION_PUBLIC_KEYS_FILE: "/run/secrets/not-a-key" }, "SERVICE_ATTESTATION_PUBLIC_KEYS_FILE", /needs SERVICE_ATTESTATION_KEY_FILE/],
+    ["older public keys that are not keys", { SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/attestation-ed25519", SERVICE_ATTESTATION_PUBLIC_KEYS_FILE: "/run/secrets/not-a-key" }, "SERVICE_ATTESTATION_PUBLIC_KEYS_FILE", /no PEM public key/],
     ["a non-HTTPS forge API origin", { SERVICE_FORGE_API_URL: "http://api.forge.example" }, "SERVICE_FORGE_API_URL", /https/],
     ["a non-HTTPS forge web origin", { SERVICE_FORGE_WEB_URL: "http://forge.example" }, "SERVICE_FORGE_WEB_URL", /https/],
   ];
@@ -162,6 +174,15 @@ describe("production validation rejects", () => {
       expect(error.message.startsWith(`${variable}: `)).toBe(true);
     });
   }
+
+  test("an attestation key that is refused is never repeated in the message", () => {
+    for (const file of ["/run/secrets/key.pem", "/run/secrets/attestation-p384"]) {
+      const body = FILES[file]!.split("\n")[1]!;
+      expect(rejection({ ...PROD, SERVICE_ATTESTATION_KEY_FILE: file }).message).not.toContain(body.slice(0, 24));
+    }
+    expect(loadConfig({ ...PROD, SERVICE_ATTESTATION_KEY_FILE: "/run/secrets/attestation-ed25519" }, io).attestation).not.toBeNull();
+    expect(loadConfig(PROD, io).attestation).toBeNull();
+  });
 
   test("no rejection message repeats the password or the URL", () => {
     const error = rejection({ ...PROD, SERVICE_DATABASE_URL: "postgresql://svc:hunter2secret@db.internal/service?sslmode=require" });
