@@ -90,6 +90,15 @@ describe.each(BACKENDS)("signed attestations of what the service wrote on %s", (
     await store.execute(() => run("update merge_attestations set envelope = $1", stored));
     expect(verify().exitCode).toBe(0);
 
+    // The statement deleted: the signed checkpoint that covers the merge signed it, so its absence is named; and the service
+    // never signs it again (it signs only what a checkpoint seals, in that checkpoint's transaction).
+    await store.execute(() => run("delete from merge_attestations"));
+    expect(verify().stdout.split("\n")[0]).toBe(`history verify: FAILED: approved merge record ${id} is covered by signed checkpoint 1 but has no statement: it was removed`);
+    await Bun.sleep(11_000); // one more reconciler attempt
+    expect(await store.execute(() => all("select merge_id from merge_attestations"))).toEqual([]);
+    await store.execute(() => run("insert into merge_attestations (merge_id, key_id, envelope, created_at_ms) values ($1, $2, $3, $4)", Number(merge.id), envelope.signatures[0]!.keyid, stored, Date.now()));
+    expect(verify().exitCode).toBe(0);
+
     // The merge record changed in the database (who merged it): named before any signature is read.
     await store.execute(() => run("update merge_records set merged_by_login = 'mallory'"));
     expect(verify().stdout.split("\n")[0]).toBe(`history verify: FAILED: merge record ${id} was changed (covered by checkpoint 1): its fields do not hash to its digest`);

@@ -2,8 +2,7 @@ import type { ForgeClient, ListResult, ProbeClock, StreamOutcome } from "../forg
 import type { Logger } from "../observability/logger.ts";
 import {
   acquireElectionLease, type CheckpointOutcome, type ElectionLease, indexListingComplete, indexListingPage, type IndexListing, type MergeInput, pruneDeliveryBatch, pruneHistory, pruneMergeGroupBatch, pruneIndexBatch, prunePublishedBatch, queueMissingWork,
-  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, readMergesToAttest, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store, writeCheckpoint,
-  writeMergeAttestations,
+  readEvaluations, readHistoryStart, readMergesAwaitingEnrollment, type MergeToAttest, recordRecoveredMerges, renewElectionLease, type RepositoryRef, type SeenEvaluation, type Store, writeCheckpoint,
 } from "../store/index.ts";
 import { RECENTLY_CLOSED_PAGE } from "../forge/client.ts";
 import type { Metrics } from "../observability/metrics.ts";
@@ -385,7 +384,6 @@ export async function runAttempt(deps: AttemptDeps, settings: AttemptSettings, s
   try {
     counts.pruned = await prune(deps, settings, interrupted);
     counts.checkpointed = await writeHistoryCheckpoint(deps, settings, interrupted);
-    await attestApprovedMerges(deps, settings, interrupted);
     try {
       const start = await store.execute(() => readHistoryStart());
       recoverSince = start === null ? null : Math.max(start, now() - MERGE_RECOVERY_WINDOW_MS);
@@ -466,14 +464,22 @@ async function prune(deps: AttemptDeps, settings: AttemptSettings, interrupted: 
 
 /**
  * The checkpoint of the decision and merge records (store ops/checkpoint-ops.ts), when one is due: database work only, so it
- * is written whatever the forge answers. A failure leaves it to the next attempt; a lost lease stops the attempt.
+ * is written whatever the forge answers. With a signing key it also signs, in its transaction, itself and the approved merges
+ * it covers (records/attest.ts). A failure leaves it to the next attempt; a lost lease stops the attempt.
  */
 async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
   interrupted();
   let outcome: CheckpointOutcome;
   try {
-    const sign = deps.attestation === undefined ? undefined : signCheckpoint(deps.attestation.signer);
-    outcome = await deps.store.execute(() => writeCheckpoint(settings.lease, deps.clock.now(), sign === undefined ? {} : { sign }));
+    const at = deps.clock.now();
+    const attestation = deps.attestation;
+    const sign = attestation === undefined ? undefined : {
+      checkpoint: signCheckpoint(attestation.signer),
+      merges: (merges: readonly MergeToAttest[]) => merges.map((merge) => ({
+        mergeId: merge.id, keyId: attestation.signer.keyId, envelope: JSON.stringify(signMerge(attestation, merge, new Date(at).toISOString())),
+      })),
+    };
+    outcome = await deps.store.execute(() => writeCheckpoint(settings.lease, at, sign === undefined ? {} : { sign }));
   } catch (error) {
     deps.log.warn({ code: errorCode(error) }, "writing a checkpoint of the decision and merge records failed; the next attempt retries");
     return 0;
@@ -482,40 +488,6 @@ async function writeHistoryCheckpoint(deps: AttemptDeps, settings: AttemptSettin
   if (outcome.kind !== "written") return 0;
   deps.log.info({ checkpoint: outcome.checkpoint.id, records: outcome.checkpoint.count }, "checkpoint of the decision and merge records written");
   return outcome.checkpoint.count;
-}
-
-/**
- * Signs the statements of approved merges that a checkpoint covers and that have none yet (records/attestation.ts), a
- * bounded batch per attempt: database and signing work only, never on the publication path. A failure leaves them to the
- * next attempt; a lost lease stops the attempt.
- */
-/** Batches of approved merges attested per reconciler attempt at most (each ATTEST_BATCH merges, store ops/attestation-ops.ts). */
-const MAX_ATTEST_BATCHES = 25;
-
-async function attestApprovedMerges(deps: AttemptDeps, settings: AttemptSettings, interrupted: () => void): Promise<number> {
-  const attestation = deps.attestation;
-  if (attestation === undefined) return 0;
-  interrupted();
-  let total = 0;
-  try {
-    // Batches until none is left or MAX_ATTEST_BATCHES were written (a backlog, after a key is first configured, catches up
-    // over a few attempts rather than holding one).
-    for (let batch = 0; batch < MAX_ATTEST_BATCHES; batch++) {
-      interrupted();
-      const merges = await deps.store.execute(() => readMergesToAttest());
-      if (merges.length === 0) break;
-      const verifiedAt = new Date(deps.clock.now()).toISOString();
-      const signed = merges.map((merge) => ({ mergeId: merge.id, keyId: attestation.signer.keyId, envelope: JSON.stringify(signMerge(attestation, merge, verifiedAt)) }));
-      if (!(await deps.store.execute(() => writeMergeAttestations(settings.lease, deps.clock.now(), signed)))) throw new Stop("lease_lost");
-      total += signed.length;
-    }
-    if (total > 0) deps.log.info({ merges: total }, "approved merges attested");
-    return total;
-  } catch (error) {
-    if (error instanceof Stop) throw error;
-    deps.log.warn({ code: errorCode(error) }, "attesting approved merges failed; the next attempt retries");
-    return total;
-  }
 }
 
 async function pruneBatches(deps: AttemptDeps, interrupted: () => void, what: string, batch: () => ReturnType<typeof pruneDeliveryBatch>): Promise<number> {

@@ -1,4 +1,4 @@
-import { readAttestationsAfter, readCheckpoints, type Store } from "../store/index.ts";
+import { readAttestationsAfter, readCheckpoints, readUnattestedSignedMerge, type Store } from "../store/index.ts";
 import { CHECKPOINT_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE, RECORD_URN, STATEMENT_TYPE, type VerificationKey, verifyEnvelope, VSA_PREDICATE_TYPE } from "./attestation.ts";
 import { checkpointBytes } from "./tamper-evidence.ts";
 
@@ -69,5 +69,8 @@ export async function verifyAttestations(store: Store, keys: readonly Verificati
     if (page.length < pageSize) break;
     after = page[page.length - 1]!.mergeId;
   }
+  // A signed checkpoint signed every approved merge it covered: one without its statement lost it.
+  const missing = await store.execute(() => readUnattestedSignedMerge());
+  if (missing !== null) return done(`approved merge record m${missing.mergeId} is covered by signed checkpoint ${missing.checkpointId} but has no statement: it was removed`);
   return done(null);
 }

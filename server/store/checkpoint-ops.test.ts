@@ -1,9 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { BACKENDS, openMigratedStore, type TestDatabase } from "../../e2e/support/databases.ts";
 import { sampleDecisionBody } from "../records/fixtures.ts";
-import { checkpointHash, checkpointLeafHash, merkleRoot, recordDigest, RECORD_FIELDS, type RecordKind, toHex } from "../records/tamper-evidence.ts";
+import { checkpointBytes, checkpointHash, checkpointLeafHash, merkleRoot, recordDigest, RECORD_FIELDS, type RecordKind, toHex } from "../records/tamper-evidence.ts";
+import { generateKeyPairSync } from "node:crypto";
+import { CHECKPOINT_PAYLOAD_TYPE, loadSigningKey, verifyEnvelope } from "../records/attestation.ts";
+import { signCheckpoint, signMerge } from "../records/attest.ts";
 import {
-  acquireElectionLease, all, CHECKPOINT_INTERVAL_MS, confirmDecision, type MergeInput, pruneHistory, readCheckpoints, recordMerge, recordPendingDecision, run, settleMergeEnrollment,
+  acquireElectionLease, all, CHECKPOINT_INTERVAL_MS, confirmDecision, type MergeInput, type MergeToAttest, pruneHistory, readCheckpoints, recordMerge, recordPendingDecision, run, settleMergeEnrollment,
   type Store, writeCheckpoint,
 } from "./index.ts";
 
@@ -134,5 +137,43 @@ describe.each(BACKENDS)("checkpoints on %s", (backend) => {
     expect(await store.execute(() => pruneHistory(lease, T + 10_001, now, 1))).toBe(0);
     expect(await kept()).toEqual([3_000]);
     expect((await store.execute(() => readCheckpoints(0, 10))).map((c) => c.id)).toEqual([1, 2]);
+  });
+  test("with a key a checkpoint signs, in its transaction, itself and the approved merges it covers, and never a merge an earlier checkpoint covered", async () => {
+    await open();
+    const signer = loadSigningKey(generateKeyPairSync("ed25519", { privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } }).privateKey);
+    const settings = { signer, forgeWebUrl: "https://forge.example", appId: 7, version: "0.1.0" };
+    const sign = {
+      checkpoint: signCheckpoint(signer),
+      merges: (merges: readonly MergeToAttest[]) => merges.map((m) => ({ mergeId: m.id, keyId: signer.keyId, envelope: JSON.stringify(signMerge(settings, m, new Date(T).toISOString())) })),
+    };
+    /** A merge its pull request's confirmed success approved, settled enrolled. */
+    const approvedMerge = async (at: number) => {
+      const token = `pending:${++n}`;
+      const pull = n;
+      await store.execute(() => recordPendingDecision({ body: sampleDecisionBody({ pull_request: pull, published_at: new Date(at).toISOString() }), sharedGeneration: n, digest: `dg${n}`, token }));
+      await store.execute(() => confirmDecision({ repositoryId: 40, headSha: HEAD, token, now: at + 1 }));
+      const merged = (await store.execute(() => recordMerge(merge({ pullNumber: pull, now: at + 2 }))))!;
+      expect(merged.unapproved).toBe(false);
+      await store.execute(() => settleMergeEnrollment(merged.id, "enrolled", at + 3));
+      return merged.id;
+    };
+    const approved = await approvedMerge(T);
+    const unapproved = (await store.execute(() => recordMerge(merge())))!; // no decision: unapproved
+    await store.execute(() => settleMergeEnrollment(unapproved.id, "enrolled", T + 4));
+    const first = await store.execute(() => writeCheckpoint(lease, T + 10, { sign }));
+    expect(first.kind).toBe("written");
+    const attested = async () => (await store.execute(() => all<{ merge_id: unknown; envelope: string }>("select merge_id, envelope from merge_attestations order by merge_id")));
+    expect((await attested()).map((a) => Number(a.merge_id))).toEqual([approved]);
+    const [checkpointRow] = await store.execute(() => readCheckpoints(0, 1));
+    const check = verifyEnvelope(JSON.parse(checkpointRow!.envelope!), [signer], CHECKPOINT_PAYLOAD_TYPE);
+    expect(check.ok && check.payload.equals(Buffer.from(checkpointBytes(checkpointRow!)))).toBe(true);
+    // Someone who can write the database turns the covered unapproved merge into an approved one, digest recomputed: the next
+    // checkpoint signs what it covers (a new approved merge), never that one.
+    await store.execute(() => run("update merge_records set unapproved = false where id = $1", unapproved.id));
+    const [flipped] = await store.execute(() => all(`select ${Object.keys(RECORD_FIELDS.merge).join(", ")} from merge_records where id = $1`, unapproved.id));
+    await store.execute(() => run("update merge_records set record_sha256 = $1 where id = $2", recordDigest("merge", flipped!), unapproved.id));
+    const later = await approvedMerge(T + CHECKPOINT_INTERVAL_MS + 20);
+    expect((await store.execute(() => writeCheckpoint(lease, T + CHECKPOINT_INTERVAL_MS + 100, { sign }))).kind).toBe("written");
+    expect((await attested()).map((a) => Number(a.merge_id))).toEqual([approved, later]);
   });
 });

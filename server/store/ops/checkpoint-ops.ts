@@ -1,5 +1,6 @@
 import { type Checkpoint, checkpointHash, checkpointLeafHash, MerkleTreeBuilder, RECORD_FIELDS, type RecordKind, toHex } from "../../records/tamper-evidence.ts";
 import { all, type Dialect, dialect, one, type Op, type Row, run } from "../op.ts";
+import { attestCoveredMerges, type MergeToAttest, type SignedMerge } from "./attestation-ops.ts";
 import { type ElectionLease, renewElectionLease } from "./reconcile-ops.ts";
 import { storedRecordDigestSql } from "./record-digest.ts";
 
@@ -74,7 +75,11 @@ export function* readLastCheckpoint(): Op<WrittenCheckpoint | null> {
  */
 export function* writeCheckpoint(
   lease: ElectionLease, now: number,
-  options: { readonly intervalMs?: number; readonly batch?: number; /** The checkpoint's DSSE envelope (JSON), when a key signs. */ readonly sign?: (checkpoint: Checkpoint) => string } = {},
+  options: {
+    readonly intervalMs?: number; readonly batch?: number;
+    /** With a signing key: the checkpoint's DSSE envelope (JSON), and the statements of the approved merges it covers. */
+    readonly sign?: { readonly checkpoint: (checkpoint: Checkpoint) => string; readonly merges: (merges: readonly MergeToAttest[]) => SignedMerge[] };
+  } = {},
 ): Op<CheckpointOutcome> {
   if (!(yield* renewElectionLease(lease, now))) return { kind: "lost" };
   const last = yield* readLastCheckpoint();
@@ -100,7 +105,9 @@ export function* writeCheckpoint(
   if (tree.size === 0) return { kind: "nothing_new" };
   const checkpoint: Checkpoint = { id, createdAtMs: now, count: tree.size, root: toHex(tree.root()), previous: last?.hash ?? null };
   const hash = checkpointHash(checkpoint);
-  const envelope = options.sign?.(checkpoint) ?? null;
+  // Signed in the same transaction that seals them: the approved merges this checkpoint covers, then the checkpoint itself.
+  if (options.sign !== undefined) yield* attestCoveredMerges(id, now, options.sign.merges);
+  const envelope = options.sign?.checkpoint(checkpoint) ?? null;
   yield* run(
     `insert into history_checkpoints (${CHECKPOINT_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7)`,
     checkpoint.id, checkpoint.createdAtMs, checkpoint.count, checkpoint.root, checkpoint.previous, hash, envelope,
