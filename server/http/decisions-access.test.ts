@@ -240,12 +240,16 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     // Signing out is a POST from the service's own page; a link or another site's form signs nobody out.
     const signOut = (headers: Record<string, string>) => app.handle(new Request("http://localhost/auth/sign-out", { method: "POST", headers }));
     expect((await get("/auth/sign-out")).headers.get("set-cookie")).toBeNull();
-    const foreign: Record<string, string>[] = [{ "sec-fetch-site": "cross-site", origin: "https://evil.example" }, { origin: "https://evil.example", host: "localhost" }, { "sec-fetch-site": "same-site", host: "localhost" }];
+    const foreign: Record<string, string>[] = [
+      { "sec-fetch-site": "cross-site", origin: "https://evil.example" }, { origin: "https://evil.example", host: "localhost" }, { "sec-fetch-site": "same-site", host: "localhost" },
+      { origin: "null", host: "localhost" },
+    ];
     for (const headers of foreign) {
       const refused = await signOut(headers);
       expect({ headers, status: refused.status, cookie: refused.headers.get("set-cookie") }).toEqual({ headers, status: 403, cookie: null });
     }
-    const out = await signOut({ "sec-fetch-site": "same-origin", origin: "http://localhost", host: "localhost" });
+    // A browser posting from the page itself: same-origin, and the page's no-referrer policy makes its Origin "null".
+    const out = await signOut({ "sec-fetch-site": "same-origin", origin: "null", host: "localhost" });
     expect(out.status).toBe(200);
     expect(out.headers.get("set-cookie")).toBe("__Host-decisions-session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
   });
