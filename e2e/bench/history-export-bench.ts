@@ -10,13 +10,13 @@
  * - HISTORY_EXPORT_RECORDS overrides the count (e.g. 100000 for a quick run).
  * Prints JSON. Needs TEST_POSTGRES_URL (scripts/bench.sh starts a throwaway cluster) and dist/service (npm run build).
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import postgres from "postgres";
 import { encodeRecordBody } from "../../server/records/codec.ts";
 import { migrateDatabase } from "../../server/store/index.ts";
 import { BINARY, cleanEnv, ensureBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
+import { peakRss } from "./timing.ts";
 import { typicalBody } from "./typical-record.ts";
 
 const TOTAL = Number(process.env.HISTORY_EXPORT_RECORDS ?? 1_000_000);
@@ -65,16 +65,6 @@ async function baseline(sql: postgres.Sql): Promise<{ rows: number; seconds: num
   await sql`select id, merge_commit_sha from merge_records order by recorded_at_ms, id`.cursor(1000, (batch) => { rows += batch.length; });
   const seconds = (performance.now() - started) / 1000;
   return { rows, seconds: Math.round(seconds * 100) / 100, rows_per_second: Math.round(rows / seconds) };
-}
-
-/** Peak resident set (VmHWM) of a running process, or null once it is gone. */
-function peakRss(pid: number): number | null {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match === null ? null : Number(match[1]) * 1024;
-  } catch {
-    return null;
-  }
 }
 
 async function exportRun(url: string): Promise<Record<string, unknown>> {

@@ -15,7 +15,6 @@
  * VERIFY_BENCH_RECORDS overrides the count (e.g. 100000 for a quick run). Prints JSON. Needs TEST_POSTGRES_URL
  * (scripts/bench.sh starts a throwaway cluster) and dist/service (npm run build).
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadavg } from "node:os";
 import postgres from "postgres";
@@ -25,6 +24,7 @@ import { migrateDatabase } from "../../server/store/index.ts";
 import { recordDigestSql } from "../../server/store/ops/record-digest.ts";
 import { BINARY, cleanEnv, ensureBinary } from "../support/binary.ts";
 import { createTestDatabase } from "../support/databases.ts";
+import { peakRss } from "./timing.ts";
 import { typicalBody } from "./typical-record.ts";
 
 const TOTAL = Number(process.env.VERIFY_BENCH_RECORDS ?? 1_000_000);
@@ -82,16 +82,6 @@ async function seedMerges(sql: postgres.Sql, from: number, to: number): Promise<
     [START_MS, SPAN_MS, to, from, to],
   );
   await sql.unsafe(`select setval(pg_get_serial_sequence('merge_records', 'id'), $1)`, [to]);
-}
-
-/** Peak resident set (VmHWM) of a running process, or null once it is gone. */
-function peakRss(pid: number): number | null {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match === null ? null : Number(match[1]) * 1024;
-  } catch {
-    return null;
-  }
 }
 
 /** Runs a process to its end, sampling its peak resident set; answers its exit code, output, time and CPU time. */

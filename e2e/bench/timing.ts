@@ -1,4 +1,5 @@
-/** What the in-process benchmarks share: a seeded generator (the same input every run) and median timing with warm-up. */
+import { readFileSync } from "node:fs";
+/** What the benchmarks share: a seeded generator (the same input every run), median timing with warm-up, a process's peak resident set. */
 
 /** mulberry32: a small seeded PRNG, so every run of a benchmark generates the same trees and files. */
 export function prng(seed: number): () => number {
@@ -28,4 +29,14 @@ export function time(work: () => unknown, runs: number, warmup: number): { media
   }
   const round = (value: number) => Math.round(value * 100) / 100;
   return { medianMs: round(median(samples)), minMs: round(Math.min(...samples)), maxMs: round(Math.max(...samples)) };
+}
+
+/** Peak resident set (VmHWM) of a running process, or null once it is gone. */
+export function peakRss(pid: number): number | null {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match === null ? null : Number(match[1]) * 1024;
+  } catch {
+    return null;
+  }
 }

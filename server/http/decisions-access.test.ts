@@ -205,7 +205,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     const declined = await get(`/auth/callback?error=access_denied&error_description=declined&state=${state}`, { cookie: start.headers.get("set-cookie")!.split(";")[0]! });
     expect(declined.status).toBe(400);
     expect(await declined.text()).toContain("The sign-in was declined on the forge");
-    expect(declined.headers.getSetCookie()).toEqual(["__Host-decisions-sign-in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"]);
+    expect(declined.headers.getSetCookie()).toEqual(["__Host-decisions-sign-in=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax"]);
     expect(calls).toEqual([]);
   });
 
@@ -218,7 +218,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     expect(start.status).toBe(303);
     const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
     const stateCookie = start.headers.get("set-cookie")!;
-    expect(stateCookie).toMatch(/^__Host-decisions-sign-in=[^;]+; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
+    expect(stateCookie).toMatch(/^__Host-decisions-sign-in=[^;]+; Path=\/; Max-Age=600; Secure; HttpOnly; SameSite=Lax$/);
     const cookie = stateCookie.split(";")[0]!;
     // Another state, or no state cookie (another browser), is refused before the code is used.
     expect((await get(`/auth/callback?code=code-alice&state=${state}x`, { cookie })).status).toBe(400);
@@ -233,8 +233,8 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     expect(done.headers.get("location")).toBe("/decisions/?repository=acme/web");
     const set = done.headers.getSetCookie();
     const sessionCookie = set.find((c) => c.startsWith("__Host-decisions-session="))!;
-    expect(sessionCookie).toMatch(/^__Host-decisions-session=v1\.[A-Za-z0-9_-]+; Path=\/; Max-Age=28800; HttpOnly; Secure; SameSite=Lax$/);
-    expect(set).toContain("__Host-decisions-sign-in=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
+    expect(sessionCookie).toMatch(/^__Host-decisions-session=v1\.[A-Za-z0-9_-]+; Path=\/; Max-Age=28800; Secure; HttpOnly; SameSite=Lax$/);
+    expect(set).toContain("__Host-decisions-sign-in=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax");
     expect(await listed(await get("/api/decisions", { cookie: sessionCookie.split(";")[0]! }))).toEqual([ids.webMerge, ids.web]);
     expect((await get("/decisions/", { cookie: sessionCookie.split(";")[0]! })).status).not.toBe(303);
     // Signing out is a POST from the service's own page; a link or another site's form signs nobody out.
@@ -251,7 +251,7 @@ describe.each(BACKENDS)("who may read the decision records on %s", (backend) => 
     // A browser posting from the page itself: same-origin, and the page's no-referrer policy makes its Origin "null".
     const out = await signOut({ "sec-fetch-site": "same-origin", origin: "null", host: "localhost" });
     expect(out.status).toBe(200);
-    expect(out.headers.get("set-cookie")).toBe("__Host-decisions-session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax");
+    expect(out.headers.get("set-cookie")).toBe("__Host-decisions-session=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax");
   });
 
   test("sign-in never sends a person elsewhere than the decisions page", async () => {

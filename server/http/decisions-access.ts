@@ -67,20 +67,20 @@ export class SessionCipher {
   }
 }
 
-/** One cookie's value from a Cookie header (the first of that name), or null. */
-export function cookieValue(header: string | null, name: string): string | null {
+/** One cookie's value from the request (Bun's cookie parser, as setup's nonce reads it), or null. */
+export function cookieValue(request: Request, name: string): string | null {
+  const header = request.headers.get("cookie");
   if (header === null || header.length > 16_384) return null;
-  for (const part of header.split(";")) {
-    const at = part.indexOf("=");
-    if (at < 0) continue;
-    if (part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  try {
+    return new Bun.CookieMap(header).get(name);
+  } catch {
+    return null; // a header the parser refuses carries no usable cookie
   }
-  return null;
 }
 
-/** A Set-Cookie value: always HttpOnly, Secure and SameSite=Lax, for the whole origin. */
+/** A Set-Cookie value: always HttpOnly, Secure and SameSite=Lax, for the whole origin (the `__Host-` names require it). */
 export function setCookie(name: string, value: string, maxAgeSeconds: number): string {
-  return `${name}=${value}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; Secure; SameSite=Lax`;
+  return new Bun.Cookie(name, value, { path: "/", maxAge: maxAgeSeconds, secure: true, httpOnly: true, sameSite: "lax" }).serialize();
 }
 
 export interface DecisionsAccess {
@@ -109,7 +109,7 @@ export function decisionsAccess(options: { readonly tokens: readonly DecisionsTo
         return name === null ? null : { kind: "token", name };
       }
       if (sessions === null) return null;
-      const value = cookieValue(request.headers.get("cookie"), SESSION_COOKIE);
+      const value = cookieValue(request, SESSION_COOKIE);
       return value === null ? null : sessions.open(value, nowMs);
     },
   };

@@ -55,14 +55,14 @@ export function signInRoutes(options: SignInOptions) {
       const asked = new URL(request.url).searchParams.get("next") ?? "/decisions/";
       const next = NEXT.test(asked) && !asked.includes("//") ? asked : "/decisions/";
       const state = randomBytes(24).toString("base64url");
-      return redirect(users!.authorizationUrl(state), [setCookie(STATE_COOKIE, `${state}.${encodeURIComponent(next)}`, STATE_LIFETIME_SECONDS)]);
+      return redirect(users!.authorizationUrl(state), [setCookie(STATE_COOKIE, `${state}.${next}`, STATE_LIFETIME_SECONDS)]);
     }, { detail: { hide: true } })
     .get("/auth/callback", async ({ request }) => {
       if (!enabled) return notFound();
       const query = new URL(request.url).searchParams;
       const code = query.get("code");
       const state = query.get("state");
-      const kept = cookieValue(request.headers.get("cookie"), STATE_COOKIE);
+      const kept = cookieValue(request, STATE_COOKIE);
       const dot = kept?.indexOf(".") ?? -1;
       const keptState = kept === null || dot < 0 ? null : kept.slice(0, dot);
       const clearState = setCookie(STATE_COOKIE, "", 0);
@@ -75,13 +75,9 @@ export function signInRoutes(options: SignInOptions) {
         options.log?.info({ outcome: "state_mismatch" }, "sign-in refused");
         return htmlPage(400, "Sign-in not completed", "This sign-in link is not this browser's, was used already or is older than ten minutes. Start again from the decisions page.", { "set-cookie": clearState });
       }
-      let next = "/decisions/";
-      try {
-        const decoded = decodeURIComponent(kept!.slice(dot + 1));
-        if (NEXT.test(decoded) && !decoded.includes("//")) next = decoded;
-      } catch {
-        // a malformed next: the decisions page
-      }
+      // Checked again: the cookie came back from the browser.
+      const keptNext = kept!.slice(dot + 1);
+      const next = NEXT.test(keptNext) && !keptNext.includes("//") ? keptNext : "/decisions/";
       let person: { login: string; id: number; accessToken: string };
       try {
         const accessToken = await users!.exchangeCode(code);

@@ -77,8 +77,8 @@ export function slugOf(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "app";
 }
 
-const esc = (t: string) => t.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
-const html = (status: number, title: string, body: string) => new Response(
+export const esc = (t: string) => t.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+export const html = (status: number, title: string, body: string) => new Response(
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · Forge simulator</title></head><body><h1>${esc(title)}</h1>${body}</body></html>`,
   { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } },
 );

@@ -13,6 +13,7 @@
 //                                                                a collaborator, a member of a team with access, or an
 //                                                                administrator of the owning organization
 import { randomBytes } from "node:crypto";
+import { esc, html } from "./app-creation.ts";
 import type { SimulatorControl } from "./control.ts";
 import { type Account, type ForgeApp, installationCovers, type Repository } from "./model.ts";
 import { installationJson, privateUserJson, repositoryJson } from "./shapes.ts";
@@ -29,11 +30,6 @@ export function isOAuthPath(pathname: string): boolean {
   return pathname === "/login/oauth/authorize" || pathname === "/login/oauth/access_token" || USER_PATH.test(pathname);
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
-const html = (status: number, title: string, body: string) => new Response(
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · Forge simulator</title></head><body><h1>${esc(title)}</h1>${body}</body></html>`,
-  { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } },
-);
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
 
