@@ -115,7 +115,7 @@ export function decisionsAccess(options: { readonly tokens: readonly DecisionsTo
   };
 }
 
-/** What the forge says a person may read, as repository IDs; `complete: false` when it said more than the service reads. */
+/** What the forge says a person may read, as repository IDs. */
 export type ReadableSet = { readonly repositoryIds: ReadonlySet<number> };
 
 /** The most repositories a signed-in person's reads are filtered by (their IDs go into each query as parameters). */

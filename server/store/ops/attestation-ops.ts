@@ -17,17 +17,17 @@ const APPROVED = "m.unapproved = false and m.enrollment = 'enrolled' and m.merge
 
 export type MergeToAttest = {
   readonly id: number; readonly recordSha256: string; readonly repositoryFullName: string; readonly mergeCommitSha: string;
-  readonly baseSha: string | null; readonly mergedAtMs: number | null; readonly breakGlass: boolean;
+  readonly baseSha: string | null; readonly breakGlass: boolean;
   readonly decisionId: number; readonly decisionSha256: string; readonly decisionBody: Uint8Array;
 };
 
 /** The approved merges checkpoint `checkpointId` covers, after merge ID `after`, by ID (keyset pages). */
 export function* readMergesToAttest(checkpointId: number, after: number, limit: number = ATTEST_BATCH): Op<MergeToAttest[]> {
   const rows = yield* all<{
-    id: unknown; record_sha256: string; repository_full_name: string; merge_commit_sha: string; base_sha: string | null; merged_at_ms: unknown;
+    id: unknown; record_sha256: string; repository_full_name: string; merge_commit_sha: string; base_sha: string | null;
     break_glass: unknown; decision_id: unknown; decision_sha256: string; body: Uint8Array;
   }>(
-    `select m.id, m.record_sha256, m.repository_full_name, m.merge_commit_sha, m.base_sha, m.merged_at_ms, m.break_glass, m.decision_id,
+    `select m.id, m.record_sha256, m.repository_full_name, m.merge_commit_sha, m.base_sha, m.break_glass, m.decision_id,
        d.record_sha256 as decision_sha256, d.body
      from merge_records m join decision_records d on d.id = m.decision_id
      where m.checkpoint_id = $1 and m.id > $2 and ${APPROVED}
@@ -36,7 +36,7 @@ export function* readMergesToAttest(checkpointId: number, after: number, limit: 
   );
   return rows.map((row) => ({
     id: Number(row.id), recordSha256: row.record_sha256, repositoryFullName: row.repository_full_name, mergeCommitSha: row.merge_commit_sha, baseSha: row.base_sha,
-    mergedAtMs: row.merged_at_ms === null ? null : Number(row.merged_at_ms), breakGlass: row.break_glass === true || Number(row.break_glass) === 1,
+    breakGlass: row.break_glass === true || Number(row.break_glass) === 1,
     decisionId: Number(row.decision_id), decisionSha256: row.decision_sha256, decisionBody: new Uint8Array(row.body),
   }));
 }
